@@ -1,0 +1,204 @@
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import type { Kysely } from 'kysely';
+import pino, { type BaseLogger, type DestinationStream } from 'pino';
+import { createAuditTrail } from './audit/audit-trail.js';
+import { type Clock, systemClock } from './clock.js';
+import type { Config } from './config.js';
+import { deriveKey, randomToken } from './crypto/secrets.js';
+import type { App } from './http/app-types.js';
+import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
+import { registerErrorHandling } from './http/error-handler.js';
+import { requestIdFor, requestScopedLogger, runWithRequestLog } from './http/request-context.js';
+import { adminRoutes } from './http/routes/admin.js';
+import { mfaRoutes } from './http/routes/mfa.js';
+import { oauthRoutes } from './http/routes/oauth.js';
+import { oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
+import { operationsRoutes } from './http/routes/operations.js';
+import { recoveryRoutes } from './http/routes/recovery.js';
+import { smsRoutes } from './http/routes/sms.js';
+import { createMetrics } from './metrics/metrics.js';
+import { createBackupCodes } from './mfa/backup-codes.js';
+import { createEnrolment } from './mfa/enrolment.js';
+import { createOneTimeCodes } from './mfa/one-time-codes.js';
+import { createAccessTokens } from './oauth/access-tokens.js';
+import { createClients } from './oauth/clients.js';
+import { createIntrospection } from './oauth/introspection.js';
+import { createLoginThrottle } from './oauth/login-throttle.js';
+import { createPasswordGrant } from './oauth/password-grant.js';
+import { createRefreshGrant } from './oauth/refresh-grant.js';
+import { createRevocation } from './oauth/revocation.js';
+import { createSigningKeys } from './oauth/signing-keys.js';
+import { createTokenIssuer } from './oauth/token-issuer.js';
+import { createConsoleSender } from './sms/console-sender.js';
+import type { SmsSender } from './sms/sms-sender.js';
+import { createTwilioSender } from './sms/twilio-sender.js';
+import type { Database } from './store/database.js';
+import { checkSchemaIsCurrent } from './store/migrate.js';
+import { createStore } from './store/store.js';
+import { createAccounts } from './users/accounts.js';
+
+export interface AppDeps {
+  /** A migrated database; the caller owns it and closes it after the app. */
+  db: Kysely<Database>;
+  clock?: Clock;
+  /** Where log lines go (default stdout). */
+  logStream?: DestinationStream;
+  /** Where the console SMS sink prints (default stderr). */
+  consoleSmsWrite?: (line: string) => void;
+}
+
+/** Paths the logger blanks, should anything ever put them in a log line. */
+const REDACTED = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  '*.password',
+  '*.mfa_code',
+  '*.backup_code',
+  '*.client_secret',
+  '*.access_token',
+  '*.refresh_token',
+  '*.token',
+];
+
+/** Builds the service on a migrated database; never listens and never reads process.env. */
+export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
+  const clock = deps.clock ?? systemClock;
+  const rootLogger = pino(
+    { level: config.logLevel, redact: { paths: REDACTED, censor: '[redacted]' } },
+    deps.logStream,
+  );
+  const log = requestScopedLogger(rootLogger);
+  const app: App = Fastify({
+    loggerInstance: rootLogger as FastifyBaseLogger,
+    bodyLimit: 65_536,
+    // Strings stay strings: a JSON number where a phone number belongs is a 400, not "coerced".
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    routerOptions: { ignoreTrailingSlash: true },
+    requestIdHeader: false,
+    genReqId: requestIdFor,
+    // One line per request (in onResponse below) instead of Fastify's two.
+    disableRequestLogging: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const store = createStore(deps.db);
+  if (!config.secretKey) {
+    log.warn(
+      'SECRET_KEY is not set: code hashes are keyed, and signing keys kept, in the database alone; set it in production',
+    );
+  }
+  const hashSecret =
+    config.secretKey ?? (await store.secrets.findOrCreateSecret('code-hash-key', randomToken(32), clock.now()));
+  const codeKey = deriveKey(hashSecret, 'one-time-code-hash');
+  const { registry, metrics } = createMetrics(() => store.mfa.countEnabledMfa());
+  const sms: SmsSender =
+    config.sms.kind === 'twilio'
+      ? createTwilioSender(config.sms, log)
+      : createConsoleSender(deps.consoleSmsWrite ?? ((line) => process.stderr.write(line)));
+  const audit = createAuditTrail({ store, clock });
+  const codes = createOneTimeCodes({
+    store,
+    sms,
+    clock,
+    codeKey,
+    limits: config.smsLimits,
+    smsText: (code) =>
+      `Your ${config.serviceName} verification code is ${code}. It expires in ${config.smsLimits.codeTtlSeconds / 60} minutes.`,
+    metrics,
+    log,
+  });
+  const keys = await createSigningKeys({
+    store,
+    clock,
+    secretKey: config.secretKey,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+  });
+  const accessTokens = createAccessTokens({
+    store,
+    keys,
+    clock,
+    issuer: config.issuer,
+    ttlSeconds: config.accessTokenTtlSeconds,
+  });
+  const tokens = createTokenIssuer({ store, accessTokens, clock, refreshTtlSeconds: config.refreshTokenTtlSeconds });
+  const refreshGrant = createRefreshGrant({
+    store,
+    tokens,
+    audit,
+    clock,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+  });
+  const revocation = createRevocation({ store, accessTokens, refreshGrant, clock });
+  const introspection = createIntrospection({ store, accessTokens, clock, issuer: config.issuer });
+  const clients = createClients({ store, clock });
+  const enrolment = createEnrolment({ store, codes, audit, clock });
+  const backupCodes = createBackupCodes({ store, clock, codeKey, audit });
+  const throttle = createLoginThrottle({ store, clock, throttleKey: deriveKey(hashSecret, 'login-throttle') });
+  const passwordGrant = createPasswordGrant({ store, codes, backupCodes, throttle, tokens, audit, metrics, clock });
+  const accounts = createAccounts({ store, clock, audit });
+  const requireAccessToken = createRequireAccessToken(accessTokens);
+  const requireAdmin = createRequireAdmin(config.adminToken);
+
+  registerErrorHandling(app);
+  // Only JSON (and forms, on the OAuth endpoints) are bodies here; anything else is a 415.
+  app.removeContentTypeParser('text/plain');
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    runWithRequestLog(request.log as unknown as BaseLogger, done);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: request.url,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+      },
+      'request served',
+    );
+    metrics.requestServed(
+      request.routeOptions.url ?? 'unmatched',
+      request.method,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
+  });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'MFA service',
+        version: '1',
+        description: 'SMS second factor and OAuth 2.0 tokens for a REST API',
+      },
+      servers: [{ url: config.issuer }],
+      components: {
+        securitySchemes: {
+          accessToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          adminToken: { type: 'http', scheme: 'bearer' },
+          clientSecretBasic: { type: 'http', scheme: 'basic' },
+        },
+      },
+    },
+  });
+
+  // The whole API, in one list.
+  mfaRoutes(app, { enrolment, requireAccessToken });
+  smsRoutes(app, { enrolment, requireAccessToken });
+  recoveryRoutes(app, { backupCodes, requireAccessToken });
+  await app.register(async (oauth) =>
+    oauthRoutes(oauth, { clients, passwordGrant, refreshGrant, revocation, introspection }),
+  );
+  oauthMetadataRoutes(app, { issuer: config.issuer, keys });
+  adminRoutes(app, { accounts, clients, keys, audit, store, requireAdmin });
+  operationsRoutes(app, {
+    checkReadiness: () => checkSchemaIsCurrent(deps.db),
+    registry,
+    requireMetricsToken: createRequireMetricsToken(config.metricsToken),
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import type { SecurityEvent } from '../store/security-events.js';
+import type { Store } from '../store/store.js';
+
+/** Where a request came from, for the audit trail and the per-address login throttle. */
+export interface RequestContext {
+  clientAddress?: string;
+}
+
+export type SecurityEventType =
+  | 'login'
+  | 'mfa_code_check'
+  | 'mfa_enabled'
+  | 'mfa_disabled'
+  | 'backup_code_used'
+  | 'backup_codes_regenerated'
+  | 'refresh_token_reuse';
+
+/** The security events kept in the database: time, user, client address and outcome, never a secret. */
+export function createAuditTrail({ store, clock }: { store: Store; clock: Clock }) {
+  async function record(
+    type: SecurityEventType,
+    outcome: string,
+    facts: { userId?: string; context?: RequestContext; detail?: Record<string, string> },
+  ): Promise<void> {
+    await store.securityEvents.insertSecurityEvent({
+      id: randomUUID(),
+      occurredAt: clock.now(),
+      userId: facts.userId,
+      clientAddress: facts.context?.clientAddress,
+      type,
+      outcome,
+      detail: facts.detail,
+    });
+  }
+
+  /** The user's latest events, newest first. */
+  function listEvents(userId: string, limit = 100): Promise<SecurityEvent[]> {
+    return store.securityEvents.listSecurityEvents(userId, limit);
+  }
+
+  return { record, listEvents };
+}
+
+export type AuditTrail = ReturnType<typeof createAuditTrail>;

@@ -1,0 +1,175 @@
+// `npm run admin -- <command>`: operator tasks straight on DATABASE_URL, no server needed.
+import { parseArgs } from 'node:util';
+import { createAuditTrail } from '../audit/audit-trail.js';
+import { systemClock } from '../clock.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { ServiceError } from '../errors.js';
+import { createClients } from '../oauth/clients.js';
+import { createSigningKeys } from '../oauth/signing-keys.js';
+import { maskPhone } from '../sms/sms-sender.js';
+import { openDatabase } from '../store/database.js';
+import { migrateToLatest } from '../store/migrate.js';
+import { createStore, type Store } from '../store/store.js';
+import { createAccounts } from '../users/accounts.js';
+
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+interface Command {
+  usage: string;
+  summary: string;
+  help: string;
+  /** How many positional arguments it takes. */
+  arity: number;
+  run(args: string[], services: Services): Promise<void>;
+}
+
+type Services = ReturnType<typeof createServices>;
+
+function createServices(store: Store, secretKey: string | undefined, accessTokenTtlSeconds: number) {
+  const clock = systemClock;
+  const audit = createAuditTrail({ store, clock });
+  return {
+    accounts: createAccounts({ store, clock, audit }),
+    clients: createClients({ store, clock }),
+    signingKeys: () => createSigningKeys({ store, clock, secretKey, accessTokenTtlSeconds }),
+  };
+}
+
+const COMMANDS: Record<string, Command> = {
+  'create-user': {
+    usage: 'create-user <username>',
+    summary: 'create a user; the password is read from standard input',
+    help: 'The password is the first line of standard input (never an argument, which would show in\nthe process list and the shell history):\n  printf "%s" "$PASSWORD" | npm run admin -- create-user alice',
+    arity: 1,
+    async run([username = ''], { accounts }) {
+      const password = (await readStandardInput()).replace(/\r?\n$/, '');
+      const user = await accounts.createUser(username, password);
+      print(`created user ${user.username} (${user.id})`);
+    },
+  },
+  'create-client': {
+    usage: 'create-client <name>',
+    summary: 'register a confidential OAuth client; prints its secret once',
+    help: 'Prints client_id and client_secret. The secret is stored hashed and cannot be shown again.',
+    arity: 1,
+    async run([name = ''], { clients }) {
+      if (name.length === 0 || name.length > 200)
+        throw new ServiceError('invalid_request', 'name must be 1 to 200 characters');
+      const client = await clients.registerClient(name);
+      print(`client_id=${client.clientId}\nclient_secret=${client.clientSecret}`);
+    },
+  },
+  'reset-mfa': {
+    usage: 'reset-mfa <username>',
+    summary: "turn a user's MFA off (lost phone): phone, codes and backup codes are removed",
+    help: 'The user can log in with the password alone afterwards and enrol again.',
+    arity: 1,
+    async run([username = ''], { accounts }) {
+      const { wasEnabled } = await accounts.resetMfa(username);
+      print(wasEnabled ? `MFA reset for ${username}` : `MFA was not on for ${username}; nothing pending remains`);
+    },
+  },
+  'list-users': {
+    usage: 'list-users',
+    summary: 'list users with their MFA state',
+    help: 'One line per user: username, id, MFA state, and the phone masked to its last 4 digits.',
+    arity: 0,
+    async run(_args, { accounts }) {
+      const users = await accounts.listUsers();
+      print(
+        [
+          'username\tid\tmfa\tphone',
+          ...users.map((user) =>
+            [
+              user.username,
+              user.id,
+              user.isEnabled ? 'sms' : 'off',
+              user.phoneNumber ? maskPhone(user.phoneNumber) : '-',
+            ].join('\t'),
+          ),
+        ].join('\n'),
+      );
+    },
+  },
+  'rotate-signing-key': {
+    usage: 'rotate-signing-key',
+    summary: 'make a new signing key active; older keys stay published until their tokens expire',
+    help: 'Running nodes start signing with the new key within 10 s.',
+    arity: 0,
+    async run(_args, { signingKeys }) {
+      print(`new signing key ${await (await signingKeys()).rotate()}`);
+    },
+  },
+};
+
+function mainHelp(): string {
+  const width = Math.max(...Object.values(COMMANDS).map((command) => command.usage.length));
+  return [
+    'usage: npm run admin -- <command> [arguments]',
+    '',
+    'Works directly on DATABASE_URL (default sqlite:./data/mfa.sqlite). Commands:',
+    ...Object.values(COMMANDS).map((command) => `  ${command.usage.padEnd(width)}  ${command.summary}`),
+    '',
+    'npm run admin -- <command> --help tells more.',
+  ].join('\n');
+}
+
+function print(text: string) {
+  process.stdout.write(`${text}\n`);
+}
+
+async function readStandardInput(): Promise<string> {
+  if (process.stdin.isTTY) process.stderr.write('password (input is shown; prefer a pipe): ');
+  let text = '';
+  for await (const chunk of process.stdin) {
+    text += chunk;
+    if (process.stdin.isTTY && text.includes('\n')) break;
+  }
+  return text;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: false,
+    options: { help: { type: 'boolean', short: 'h' } },
+  });
+  const [name, ...args] = positionals;
+  if (name === undefined) {
+    print(mainHelp());
+    return values.help ? EXIT.ok : EXIT.usage;
+  }
+  const command = COMMANDS[name];
+  if (!command) {
+    process.stderr.write(`unknown command "${name}"\n\n${mainHelp()}\n`);
+    return EXIT.usage;
+  }
+  if (values.help) {
+    print(`usage: npm run admin -- ${command.usage}\n\n${command.summary}.\n${command.help}`);
+    return EXIT.ok;
+  }
+  if (args.length !== command.arity) {
+    process.stderr.write(`usage: npm run admin -- ${command.usage}\n`);
+    return EXIT.usage;
+  }
+
+  const config = loadConfig(process.env);
+  const { db } = await openDatabase(config.databaseUrl, config.databasePool);
+  try {
+    await migrateToLatest(db);
+    await command.run(args, createServices(createStore(db), config.secretKey, config.accessTokenTtlSeconds));
+    return EXIT.ok;
+  } finally {
+    await db.destroy();
+  }
+}
+
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (error) {
+  if (error instanceof ConfigError) process.stderr.write(`configuration error: ${error.message}\n`);
+  else if (error instanceof ServiceError) process.stderr.write(`error: ${error.description}\n`);
+  else process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = EXIT.failed;
+}

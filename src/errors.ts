@@ -1,0 +1,47 @@
+/**
+ * Every error the service answers with. `http/error-handler.ts` maps each to its status;
+ * protocol errors keep the RFCs' spelling, our own are snake_case nouns for the fact.
+ */
+export type ErrorCode =
+  // RFC 6749 §5.2 and RFC 6750 §3.1
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unsupported_grant_type'
+  | 'invalid_scope'
+  | 'invalid_token'
+  | 'insufficient_user_authentication'
+  | 'login_throttled'
+  // MFA state and codes
+  | 'invalid_mfa_code'
+  | 'mfa_already_enabled'
+  | 'mfa_not_enabled'
+  // SMS delivery and its limits
+  | 'sms_cooldown'
+  | 'sms_rate_limited'
+  | 'phone_number_not_allowed'
+  | 'phone_number_rejected'
+  | 'sms_unavailable'
+  | 'sms_timeout'
+  // Admin API
+  | 'username_taken'
+  // Fastify's own errors, re-shaped
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'server_error'
+  | 'database_unavailable'
+  | 'not_ready';
+
+export class ServiceError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly description: string,
+    /** For rate limits: seconds until a retry can succeed, sent as `Retry-After`. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(`${code}: ${description}`);
+    this.name = 'ServiceError';
+  }
+}

@@ -1,0 +1,103 @@
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { type ErrorCode, ServiceError } from '../errors.js';
+import { isDatabaseUnavailable } from '../store/database.js';
+
+/** The only code → status table; a new ErrorCode without a status does not compile. */
+const STATUS: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_grant: 400,
+  unsupported_grant_type: 400,
+  invalid_scope: 400,
+  invalid_token: 401,
+  insufficient_user_authentication: 403,
+  login_throttled: 429,
+  invalid_mfa_code: 400,
+  mfa_already_enabled: 409,
+  mfa_not_enabled: 409,
+  sms_cooldown: 429,
+  sms_rate_limited: 429,
+  phone_number_not_allowed: 400,
+  phone_number_rejected: 400,
+  sms_unavailable: 502,
+  sms_timeout: 504,
+  username_taken: 409,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  server_error: 500,
+  database_unavailable: 503,
+  not_ready: 503,
+};
+
+/** Fastify's own client errors, by status, re-shaped into our codes. */
+const FASTIFY_CODES: Record<number, [ErrorCode, string]> = {
+  404: ['not_found', 'no such resource'],
+  413: ['payload_too_large', 'the body is larger than 64 KiB'],
+  415: ['unsupported_media_type', 'the content type is not accepted here'],
+};
+
+export function statusOf(code: ErrorCode): number {
+  return STATUS[code];
+}
+
+function send(reply: FastifyReply, code: ErrorCode, description: string) {
+  return reply.code(STATUS[code]).send({ error: code, error_description: description });
+}
+
+/** Every error answer becomes `{error, error_description}`; 404 and 405 for unknown routes. */
+export function registerErrorHandling(app: FastifyInstance): void {
+  const methodsByPath = new Map<string, Set<string>>();
+  app.addHook('onRoute', (route) => {
+    const methods = methodsByPath.get(normalizePath(route.url)) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    methodsByPath.set(normalizePath(route.url), methods);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const allowed = methodsByPath.get(normalizePath(request.url.split('?')[0] ?? ''));
+    if (allowed) {
+      reply.header('allow', [...allowed].join(', '));
+      return send(reply, 'method_not_allowed', `${request.method} is not allowed here`);
+    }
+    return send(reply, 'not_found', 'no such resource');
+  });
+
+  app.setErrorHandler((error: FastifyError | ServiceError, request, reply) => {
+    if (error instanceof ServiceError) {
+      request.log.info({ error: error.code }, 'request refused');
+      if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+      if (error.code === 'invalid_token' || error.code === 'insufficient_user_authentication') {
+        reply.header(
+          'www-authenticate',
+          `Bearer realm="mfa", error="${error.code}", error_description="${error.description}"`,
+        );
+      }
+      if (error.code === 'invalid_client') reply.header('www-authenticate', 'Basic realm="mfa"');
+      return send(reply, error.code, error.description);
+    }
+    if (error.validation) {
+      request.log.info({ error: 'invalid_request' }, 'request refused: schema');
+      return send(reply, 'invalid_request', error.message);
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // Fastify's messages for bad bodies can quote the body (a password, say): answer in our words.
+      request.log.info({ error: error.code, status }, 'request refused: malformed');
+      const [code, description] = FASTIFY_CODES[status] ?? ['invalid_request', 'the request is malformed'];
+      return send(reply, code, description);
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.error({ err: error }, 'database unavailable');
+      reply.header('retry-after', '5');
+      return send(reply, 'database_unavailable', 'the database cannot be reached; try again shortly');
+    }
+    request.log.error({ err: error }, 'request failed');
+    return send(reply, 'server_error', 'the server could not answer; try again later');
+  });
+}
+
+function normalizePath(path: string): string {
+  return path.length > 1 ? path.replace(/\/+$/, '') : path;
+}

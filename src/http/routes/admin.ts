@@ -1,0 +1,78 @@
+import type { AuditTrail } from '../../audit/audit-trail.js';
+import { ServiceError } from '../../errors.js';
+import type { Clients } from '../../oauth/clients.js';
+import type { SigningKeys } from '../../oauth/signing-keys.js';
+import type { Store } from '../../store/store.js';
+import type { Accounts } from '../../users/accounts.js';
+import type { App, RequestGuard } from '../app-types.js';
+import {
+  CreateClientBody,
+  CreatedClient,
+  CreatedUser,
+  CreateUserBody,
+  ErrorBody,
+  SecurityEvents,
+  SigningKeyCreated,
+  UserIdParams,
+} from '../schemas.js';
+
+export interface AdminRouteDeps {
+  accounts: Accounts;
+  clients: Clients;
+  keys: SigningKeys;
+  audit: AuditTrail;
+  store: Store;
+  requireAdmin: RequestGuard;
+}
+
+export function adminRoutes(app: App, { accounts, clients, keys, audit, store, requireAdmin }: AdminRouteDeps) {
+  app.post(
+    '/admin/users',
+    {
+      schema: { body: CreateUserBody, response: { 201: CreatedUser, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) =>
+      reply.code(201).send(await accounts.createUser(request.body.username, request.body.password)),
+  );
+
+  app.post(
+    '/admin/clients',
+    {
+      schema: { body: CreateClientBody, response: { 201: CreatedClient, 400: ErrorBody, 401: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      const client = await clients.registerClient(request.body.name);
+      return reply.code(201).send({ client_id: client.clientId, client_secret: client.clientSecret });
+    },
+  );
+
+  app.post(
+    '/admin/signing-keys',
+    { schema: { response: { 201: SigningKeyCreated, 401: ErrorBody } }, onRequest: requireAdmin },
+    async (_request, reply) => reply.code(201).send({ kid: await keys.rotate() }),
+  );
+
+  app.get(
+    '/admin/users/:id/events',
+    {
+      schema: { params: UserIdParams, response: { 200: SecurityEvents, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request) => {
+      if (!(await store.users.userExists(request.params.id))) throw new ServiceError('not_found', 'no such user');
+      const events = await audit.listEvents(request.params.id);
+      return {
+        events: events.map((event) => ({
+          id: event.id,
+          occurred_at: event.occurredAt.toISOString(),
+          type: event.type,
+          outcome: event.outcome,
+          client_address: event.clientAddress ?? null,
+          detail: event.detail ?? null,
+        })),
+      };
+    },
+  );
+}

@@ -1,0 +1,34 @@
+import type { SigningKeys } from '../../oauth/signing-keys.js';
+import type { App } from '../app-types.js';
+import { INTROSPECTION_PATH, REVOCATION_PATH, TOKEN_PATH } from './oauth.js';
+
+export const JWKS_PATH = '/.well-known/jwks.json';
+
+/** RFC 8414 authorization server metadata and the RFC 7517 key set it points to. */
+export function oauthMetadataRoutes(app: App, { issuer, keys }: { issuer: string; keys: SigningKeys }) {
+  const authMethods = ['client_secret_basic', 'client_secret_post'];
+  const metadata = {
+    issuer,
+    token_endpoint: issuer + TOKEN_PATH,
+    jwks_uri: issuer + JWKS_PATH,
+    revocation_endpoint: issuer + REVOCATION_PATH,
+    introspection_endpoint: issuer + INTROSPECTION_PATH,
+    grant_types_supported: ['password', 'refresh_token'],
+    // No authorization endpoint: the password grant needs none (RFC 8414 §2 asks for the field).
+    response_types_supported: [],
+    token_endpoint_auth_methods_supported: [...authMethods, 'none'],
+    revocation_endpoint_auth_methods_supported: [...authMethods, 'none'],
+    introspection_endpoint_auth_methods_supported: authMethods,
+  };
+
+  app.get('/.well-known/oauth-authorization-server', async (_request, reply) => {
+    reply.header('cache-control', 'public, max-age=3600');
+    return metadata;
+  });
+
+  app.get(JWKS_PATH, async (_request, reply) => {
+    // Short, so that a rotated key reaches verifiers well before tokens signed with it are common.
+    reply.header('cache-control', 'public, max-age=60');
+    return keys.publishedKeys();
+  });
+}

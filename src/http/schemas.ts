@@ -1,0 +1,123 @@
+import { type Static, Type } from '@sinclair/typebox';
+import type { MfaStatus as MfaStatusRecord } from '../mfa/enrolment.js';
+import type { TokenResponse as TokenResponseRecord } from '../oauth/token-issuer.js';
+import { PASSWORD_LENGTH, USERNAME_PATTERN } from '../users/accounts.js';
+
+// Wire names stay as the seed and the RFCs spell them; routes turn records into these shapes.
+
+export const ErrorBody = Type.Object({ error: Type.String(), error_description: Type.String() });
+
+export const MfaStatus = Type.Object({
+  enabled: Type.Boolean(),
+  challenge_type: Type.Union([Type.Literal('sms'), Type.Literal('')]),
+  phone_number: Type.String(),
+});
+
+export const SmsRequestBody = Type.Object({
+  phone_number: Type.String({ pattern: '^[0-9]{7,15}$', description: 'digits only, country code first, no +' }),
+});
+
+export const SmsVerifyBody = Type.Object({ mfa_code: Type.String({ pattern: '^[0-9]{6}$' }) });
+
+const MfaCode = Type.String({ pattern: '^[0-9]{6}$' });
+const BackupCode = Type.String({ pattern: '^[0-9]{12}$' });
+// RFC 6749 §3.3: scope-tokens of %x21 / %x23-5B / %x5D-7E, separated by single spaces.
+const SCOPE_TOKEN = '[\\x21\\x23-\\x5B\\x5D-\\x7E]+';
+
+const ClientCredentialFields = {
+  client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  client_secret: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+};
+
+/** Every field is a string, whether the body came as JSON or as a form (RFC 6749 §4.3.2). */
+export const TokenRequestBody = Type.Object({
+  grant_type: Type.String({ maxLength: 200 }),
+  username: Type.Optional(Type.String({ minLength: 1, maxLength: 150 })),
+  password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  mfa_code: Type.Optional(MfaCode),
+  backup_code: Type.Optional(BackupCode),
+  scope: Type.Optional(Type.String({ pattern: `^(${SCOPE_TOKEN}( ${SCOPE_TOKEN})*)?$`, maxLength: 1000 })),
+  refresh_token: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  ...ClientCredentialFields,
+});
+
+/** RFC 7009 §2.1 and RFC 7662 §2.1: the token, a hint we may ignore, and client_secret_post fields. */
+export const TokenBody = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 4096 }),
+  token_type_hint: Type.Optional(Type.String({ maxLength: 100 })),
+  ...ClientCredentialFields,
+});
+
+export const TokenResponse = Type.Object({
+  access_token: Type.String(),
+  expires_in: Type.Integer(),
+  token_type: Type.Literal('Bearer'),
+  scope: Type.String(),
+  refresh_token: Type.String(),
+});
+
+export const IntrospectionResponse = Type.Object({
+  active: Type.Boolean(),
+  token_type: Type.Optional(Type.String()),
+  sub: Type.Optional(Type.String()),
+  client_id: Type.Optional(Type.String()),
+  scope: Type.Optional(Type.String()),
+  iat: Type.Optional(Type.Integer()),
+  exp: Type.Optional(Type.Integer()),
+  jti: Type.Optional(Type.String()),
+  amr: Type.Optional(Type.Array(Type.String())),
+  auth_time: Type.Optional(Type.Integer()),
+  iss: Type.Optional(Type.String()),
+});
+
+export const MfaRequiredResponse = Type.Object({ mfa_required: Type.Literal(true), mfa_type: Type.Literal('sms') });
+
+export const CreateUserBody = Type.Object({
+  username: Type.String({ pattern: USERNAME_PATTERN, description: 'letters, digits and @.+_-' }),
+  password: Type.String({ minLength: PASSWORD_LENGTH.min, maxLength: PASSWORD_LENGTH.max }),
+});
+
+export const CreatedUser = Type.Object({ id: Type.String(), username: Type.String() });
+
+export const CreateClientBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) });
+
+export const CreatedClient = Type.Object({ client_id: Type.String(), client_secret: Type.String() });
+
+export const BackupCodesResponse = Type.Object({
+  backup_codes: Type.Array(Type.String({ pattern: '^[0-9]{12}$' }), { minItems: 10, maxItems: 10 }),
+});
+
+export const BackupCodesRemaining = Type.Object({ remaining: Type.Integer({ minimum: 0 }) });
+
+export const UserIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+export const SecurityEvents = Type.Object({
+  events: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      occurred_at: Type.String(),
+      type: Type.String(),
+      outcome: Type.String(),
+      client_address: Type.Union([Type.String(), Type.Null()]),
+      detail: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()]),
+    }),
+  ),
+});
+
+export const HealthStatus = Type.Object({ status: Type.String() });
+
+export const SigningKeyCreated = Type.Object({ kid: Type.String() });
+
+export function toMfaStatusBody(status: MfaStatusRecord): Static<typeof MfaStatus> {
+  return { enabled: status.isEnabled, challenge_type: status.challengeType, phone_number: status.phoneNumber };
+}
+
+export function toTokenResponseBody(tokens: TokenResponseRecord): Static<typeof TokenResponse> {
+  return {
+    access_token: tokens.accessToken,
+    expires_in: tokens.expiresInSeconds,
+    token_type: 'Bearer',
+    scope: tokens.scope,
+    refresh_token: tokens.refreshToken,
+  };
+}

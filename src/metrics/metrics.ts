@@ -1,0 +1,83 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export type SmsOutcome =
+  | 'sent'
+  | 'refused'
+  | 'failed'
+  | 'timeout'
+  | 'suppressed_cooldown'
+  | 'suppressed_cap'
+  | 'suppressed_country';
+export type LoginOutcome = 'tokens' | 'mfa_required' | 'invalid_grant' | 'throttled';
+
+/**
+ * What the domains report; they see this interface, not prom-client. Labels never hold a user,
+ * a number or a secret: purposes, outcomes, calling codes and amr values only.
+ */
+export interface ServiceMetrics {
+  smsSent(purpose: string, countryCallingCode: string, outcome: SmsOutcome, durationSeconds?: number): void;
+  codeChecked(purpose: string, outcome: string): void;
+  loginAnswered(outcome: LoginOutcome, amr?: readonly string[]): void;
+  requestServed(route: string, method: string, status: number, durationSeconds: number): void;
+}
+
+/** A registry of its own per app (tests run several apps in one process). */
+export function createMetrics(countEnabledUsers: () => Promise<number>) {
+  const registry = new Registry();
+  const requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time to answer HTTP requests, by route template, method and status',
+    labelNames: ['route', 'method', 'status'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  const smsSent = new Counter({
+    name: 'mfa_sms_sent_total',
+    help: 'SMS send attempts by purpose, destination country calling code and outcome',
+    labelNames: ['purpose', 'country_calling_code', 'outcome'],
+    registers: [registry],
+  });
+  const smsDuration = new Histogram({
+    name: 'mfa_sms_send_duration_seconds',
+    help: 'Time the SMS provider took to accept or refuse a message',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+    registers: [registry],
+  });
+  const codeChecks = new Counter({
+    name: 'mfa_code_checks_total',
+    help: 'One-time code checks by purpose and outcome (ok, wrong, expired, dead, spent, none)',
+    labelNames: ['purpose', 'outcome'],
+    registers: [registry],
+  });
+  const logins = new Counter({
+    name: 'mfa_logins_total',
+    help: 'Password-grant answers by outcome, and the amr of successful logins',
+    labelNames: ['outcome', 'amr'],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'mfa_enabled_users',
+    help: 'Users with multifactor authentication on',
+    registers: [registry],
+    async collect() {
+      this.set(await countEnabledUsers());
+    },
+  });
+
+  const metrics: ServiceMetrics = {
+    smsSent(purpose, countryCallingCode, outcome, durationSeconds) {
+      smsSent.inc({ purpose, country_calling_code: countryCallingCode, outcome });
+      if (durationSeconds !== undefined) smsDuration.observe(durationSeconds);
+    },
+    codeChecked(purpose, outcome) {
+      codeChecks.inc({ purpose, outcome });
+    },
+    loginAnswered(outcome, amr) {
+      logins.inc({ outcome, amr: amr?.join(' ') ?? '' });
+    },
+    requestServed(route, method, status, durationSeconds) {
+      requestDuration.observe({ route, method, status: String(status) }, durationSeconds);
+    },
+  };
+  return { registry, metrics };
+}

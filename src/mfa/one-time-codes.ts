@@ -1,0 +1,146 @@
+import { randomUUID } from 'node:crypto';
+import type { BaseLogger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { SmsLimits } from '../config.js';
+import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
+import { type ErrorCode, ServiceError } from '../errors.js';
+import type { ServiceMetrics, SmsOutcome } from '../metrics/metrics.js';
+import { maskPhone, type SmsSender } from '../sms/sms-sender.js';
+import type { CodePurpose } from '../store/database.js';
+import type { Store } from '../store/store.js';
+import type { PhoneNumber } from './phone-numbers.js';
+
+export type CodeCheck =
+  | { outcome: 'ok'; phoneNumber: string }
+  | { outcome: 'none' | 'wrong' | 'expired' | 'dead' | 'spent'; description: string };
+
+export type SendOutcome = { outcome: 'sent' } | { outcome: 'cooldown'; retryAfterSeconds: number };
+
+export interface OneTimeCodeDeps {
+  store: Store;
+  sms: SmsSender;
+  clock: Clock;
+  /** Keys the code hashes, so that the database alone cannot reveal a code. */
+  codeKey: Buffer;
+  limits: SmsLimits;
+  smsText: (code: string) => string;
+  metrics: ServiceMetrics;
+  log: BaseLogger;
+}
+
+/** How each sender error is counted. */
+const SEND_FAILURES: Partial<Record<ErrorCode, SmsOutcome>> = {
+  phone_number_rejected: 'refused',
+  sms_unavailable: 'failed',
+  sms_timeout: 'timeout',
+};
+
+const HOUR_MS = 3_600_000;
+
+/** SMS one-time codes: sending them within the cooldown and caps, and spending them once. */
+export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText, metrics, log }: OneTimeCodeDeps) {
+  /**
+   * Sends a fresh code for `purpose` to `phone` and stores it hashed, replacing the earlier one.
+   * Answers `cooldown` inside the resend window; throws `sms_rate_limited` past an hourly cap,
+   * `phone_number_not_allowed` outside the allowlist, or the sender's error (then nothing is kept).
+   */
+  async function sendCode(userId: string, purpose: CodePurpose, phone: PhoneNumber): Promise<SendOutcome> {
+    const count = (outcome: SmsOutcome, seconds?: number) =>
+      metrics.smsSent(purpose, phone.callingCode, outcome, seconds);
+    const allowed = limits.allowedCountries;
+    if (allowed && !phone.possibleCountries.some((country) => allowed.includes(country))) {
+      count('suppressed_country');
+      throw new ServiceError('phone_number_not_allowed', 'SMS to this country is not enabled on this service');
+    }
+    const now = clock.now();
+    const reservationId = randomUUID();
+    const hour = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
+    const scopes = [
+      { scope: `user:${userId}`, limit: limits.perUserPerHour, reached: 'this account has had its hourly SMS' },
+      {
+        scope: `number:${keyedHash(codeKey, 'sms-destination', phone.digits)}`,
+        limit: limits.perNumberPerHour,
+        reached: 'this phone number has had its hourly SMS',
+      },
+      { scope: 'global', limit: limits.globalPerHour, reached: 'the service has sent its hourly SMS' },
+    ];
+
+    const reserved = await store.transaction(async (tx) => {
+      if (!(await tx.smsQuota.reserveCooldown({ userId, purpose, reservationId }, now, limits.cooldownSeconds))) {
+        return false;
+      }
+      for (const { scope, limit, reached } of scopes) {
+        await tx.smsQuota.pruneCounters(scope, hour);
+        if (!(await tx.smsQuota.incrementCounter(scope, hour, limit))) {
+          const retryAfterSeconds = Math.ceil((hour.getTime() + HOUR_MS - now.getTime()) / 1000);
+          log.info({ purpose, to: maskPhone(phone.digits), cap: scope.split(':')[0] }, 'hourly SMS cap reached');
+          count('suppressed_cap');
+          // Throwing rolls back the cooldown slot and the counters taken above.
+          throw new ServiceError('sms_rate_limited', `${reached}; try again later`, retryAfterSeconds);
+        }
+      }
+      return true;
+    });
+    if (!reserved) {
+      const sentAt = (await store.smsQuota.findCooldown(userId, purpose)) ?? now;
+      const waitMs = sentAt.getTime() + limits.cooldownSeconds * 1000 - now.getTime();
+      count('suppressed_cooldown');
+      return { outcome: 'cooldown', retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+    }
+
+    const code = randomDigits(6);
+    const startedAt = performance.now();
+    const elapsedSeconds = () => (performance.now() - startedAt) / 1000;
+    try {
+      await sms.send({ toE164: phone.e164, body: smsText(code) });
+      count('sent', elapsedSeconds());
+    } catch (error) {
+      count((error instanceof ServiceError && SEND_FAILURES[error.code]) || 'failed', elapsedSeconds());
+      // Provider failures leave nothing half-done: the slot and the counts are given back.
+      await store.transaction(async (tx) => {
+        await tx.smsQuota.releaseCooldown(userId, purpose, reservationId);
+        for (const { scope } of scopes) await tx.smsQuota.decrementCounter(scope, hour);
+      });
+      throw error;
+    }
+
+    const id = randomUUID();
+    const expiresAt = new Date(now.getTime() + limits.codeTtlSeconds * 1000);
+    await store.codes.replaceCode(
+      { id, userId, purpose, phoneNumber: phone.digits, codeHash: keyedHash(codeKey, id, code), expiresAt },
+      now,
+    );
+    log.info({ purpose, to: maskPhone(phone.digits) }, 'one-time code sent');
+    return { outcome: 'sent' };
+  }
+
+  /** Spends the user's code for `purpose` if `code` matches; never throws for a bad code. */
+  async function checkCode(userId: string, purpose: CodePurpose, code: string): Promise<CodeCheck> {
+    const check = await compareCode(userId, purpose, code);
+    metrics.codeChecked(purpose, check.outcome);
+    return check;
+  }
+
+  async function compareCode(userId: string, purpose: CodePurpose, code: string): Promise<CodeCheck> {
+    const pending = await store.codes.findCode(userId, purpose);
+    if (!pending) return { outcome: 'none', description: 'no code is pending; request a new one' };
+    if (pending.usedAt) return { outcome: 'spent', description: 'the code was already used' };
+    const now = clock.now();
+    if (pending.expiresAt <= now) return { outcome: 'expired', description: 'the code has expired' };
+    // Counted before the compare so a flood of guesses burns attempts even when they race.
+    if (!(await store.codes.countAttempt(pending.id, limits.maxAttempts))) {
+      return { outcome: 'dead', description: 'too many attempts at this code; request a new one' };
+    }
+    if (!safeEqual(pending.codeHash, keyedHash(codeKey, pending.id, code))) {
+      return { outcome: 'wrong', description: 'the code is wrong' };
+    }
+    if (!(await store.codes.markUsed(pending.id, now))) {
+      return { outcome: 'spent', description: 'the code was already used' };
+    }
+    return { outcome: 'ok', phoneNumber: pending.phoneNumber };
+  }
+
+  return { sendCode, checkCode };
+}
+
+export type OneTimeCodes = ReturnType<typeof createOneTimeCodes>;

@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { jwtVerify, SignJWT } from 'jose';
+import type { Clock } from '../clock.js';
+import { ServiceError } from '../errors.js';
+import type { Store } from '../store/store.js';
+import { SIGNING_ALG, type SigningKeys } from './signing-keys.js';
+
+/** The login an access token stands for. */
+export interface AccessGrant {
+  userId: string;
+  clientId: string;
+  scope: string;
+  /** RFC 8176 methods: ["pwd"], or ["pwd","sms"] when a second factor was given. */
+  amr: string[];
+  /** When the login happened, seconds since the epoch (kept across refreshes). */
+  authTime: number;
+  /** The login's id (its refresh-token family), so revoking the login refuses its access tokens. */
+  sessionId: string;
+}
+
+export interface VerifiedAccessToken extends AccessGrant {
+  jti: string;
+  issuedAt: number;
+  expiresAt: number;
+}
+
+/** Verified tokens remembered at most; past it the memory is started afresh. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
+export interface AccessTokenDeps {
+  store: Store;
+  keys: SigningKeys;
+  clock: Clock;
+  issuer: string;
+  ttlSeconds: number;
+}
+
+/** RFC 9068 JWT access tokens signed with the active key. */
+export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: AccessTokenDeps) {
+  const verified = new Map<string, VerifiedAccessToken>();
+
+  async function issueAccessToken(grant: AccessGrant): Promise<{ token: string; expiresInSeconds: number }> {
+    const issuedAt = Math.floor(clock.now().getTime() / 1000);
+    const signingKey = await keys.activeKey();
+    const token = await new SignJWT({
+      client_id: grant.clientId,
+      scope: grant.scope,
+      amr: grant.amr,
+      auth_time: grant.authTime,
+      sid: grant.sessionId,
+    })
+      .setProtectedHeader({ alg: SIGNING_ALG, typ: 'at+jwt', kid: signingKey.kid })
+      .setIssuer(issuer)
+      .setAudience(issuer)
+      .setSubject(grant.userId)
+      .setJti(randomUUID())
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(issuedAt + ttlSeconds)
+      .sign(signingKey.privateKey);
+    return { token, expiresInSeconds: ttlSeconds };
+  }
+
+  /** The token's grant; throws `invalid_token` for anything forged, altered, expired, malformed or revoked. */
+  async function verifyAccessToken(token: string): Promise<VerifiedAccessToken> {
+    const verified = await verifySignedToken(token);
+    if (await store.revokedTokens.isAnyRevoked([verified.jti, verified.sessionId])) {
+      throw new ServiceError('invalid_token', 'the access token has been revoked');
+    }
+    return verified;
+  }
+
+  /**
+   * Checks signature and claims only (not revocation); throws `invalid_token`. A token that
+   * verified once is remembered until it expires: the signature cannot change, so checking it
+   * again on every request is work without information.
+   */
+  async function verifySignedToken(token: string): Promise<VerifiedAccessToken> {
+    const nowSeconds = clock.now().getTime() / 1000;
+    const known = verified.get(token);
+    if (known && known.expiresAt > nowSeconds) return known;
+    const claims = await verifySignature(token);
+    if (verified.size >= VERIFIED_CACHE_SIZE) verified.clear();
+    verified.set(token, claims);
+    return claims;
+  }
+
+  async function verifySignature(token: string): Promise<VerifiedAccessToken> {
+    try {
+      const { payload } = await jwtVerify(
+        token,
+        async (header) => {
+          const key = header.kid === undefined ? undefined : await keys.findVerificationKey(header.kid);
+          if (!key) throw new Error('unknown signing key');
+          return key;
+        },
+        {
+          issuer,
+          audience: issuer,
+          typ: 'at+jwt',
+          algorithms: [SIGNING_ALG],
+          currentDate: clock.now(),
+          requiredClaims: ['sub', 'jti', 'iat', 'exp', 'client_id', 'amr', 'auth_time', 'sid'],
+        },
+      );
+      const { sub, jti, iat, exp, client_id, scope, amr, auth_time, sid } = payload;
+      if (
+        typeof sub !== 'string' ||
+        typeof jti !== 'string' ||
+        typeof sid !== 'string' ||
+        typeof iat !== 'number' ||
+        typeof exp !== 'number' ||
+        typeof client_id !== 'string' ||
+        typeof scope !== 'string' ||
+        typeof auth_time !== 'number' ||
+        !Array.isArray(amr) ||
+        !amr.every((method) => typeof method === 'string')
+      ) {
+        throw new Error('claims of the wrong type');
+      }
+      return {
+        userId: sub,
+        clientId: client_id,
+        scope,
+        amr,
+        authTime: auth_time,
+        sessionId: sid,
+        jti,
+        issuedAt: iat,
+        expiresAt: exp,
+      };
+    } catch {
+      throw new ServiceError('invalid_token', 'the access token is invalid or expired');
+    }
+  }
+
+  return { issueAccessToken, verifyAccessToken, verifySignedToken };
+}
+
+export type AccessTokens = ReturnType<typeof createAccessTokens>;

@@ -1,0 +1,73 @@
+import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
+import type { Clock } from '../clock.js';
+import { sha256 } from '../crypto/secrets.js';
+import { ServiceError } from '../errors.js';
+import type { Store } from '../store/store.js';
+import type { TokenIssuer, TokenResponse } from './token-issuer.js';
+
+export interface RefreshGrantDeps {
+  store: Store;
+  tokens: TokenIssuer;
+  audit: AuditTrail;
+  clock: Clock;
+  /** A revoked login must outlive the access tokens it may have issued. */
+  accessTokenTtlSeconds: number;
+}
+
+/** RFC 6749 §6 refresh with rotation (RFC 9700 §4.14): each refresh token works once. */
+export function createRefreshGrant({ store, tokens, audit, clock, accessTokenTtlSeconds }: RefreshGrantDeps) {
+  /**
+   * New tokens for the refresh token's login, keeping its amr and auth_time; the old token is spent.
+   * Throws `invalid_grant` for an unknown, expired, revoked or other client's token; a spent token
+   * presented again revokes its whole family (the login) before answering `invalid_grant`.
+   */
+  async function grantWithRefreshToken(
+    request: { clientId: string; refreshToken: string; scope?: string },
+    context: RequestContext,
+  ): Promise<TokenResponse> {
+    const now = clock.now();
+    const stored = await store.refreshTokens.findRefreshToken(sha256(request.refreshToken));
+    if (!stored || stored.clientId !== request.clientId) {
+      throw new ServiceError('invalid_grant', 'the refresh token is invalid');
+    }
+    if (stored.revokedAt) throw new ServiceError('invalid_grant', 'the refresh token has been revoked');
+    if (stored.expiresAt <= now) throw new ServiceError('invalid_grant', 'the refresh token has expired');
+    const scope = narrowScope(stored.scope, request.scope);
+    // The conditional update settles races: of several requests with one token, one spends it.
+    if (!(await store.refreshTokens.spendRefreshToken(stored.id, now))) {
+      await revokeLogin(stored.familyId, now);
+      await audit.record('refresh_token_reuse', 'login_revoked', { userId: stored.userId, context });
+      throw new ServiceError('invalid_grant', 'the refresh token was already used; the login is revoked');
+    }
+    return tokens.issueTokens({
+      userId: stored.userId,
+      clientId: stored.clientId,
+      scope,
+      amr: stored.amr,
+      authTime: stored.authTime,
+      sessionId: stored.familyId,
+    });
+  }
+
+  /** Revokes every refresh token of the login and refuses its access tokens from now on. */
+  async function revokeLogin(familyId: string, now: Date = clock.now()): Promise<void> {
+    await store.transaction(async (tx) => {
+      await tx.refreshTokens.revokeFamily(familyId, now);
+      await tx.revokedTokens.insertRevokedToken(familyId, new Date(now.getTime() + accessTokenTtlSeconds * 1000));
+    });
+  }
+
+  return { grantWithRefreshToken, revokeLogin };
+}
+
+/** RFC 6749 §6: a refresh may ask for less scope than the login had, never more. */
+function narrowScope(granted: string, requested: string | undefined): string {
+  if (requested === undefined || requested === '') return granted;
+  const allowed = new Set(granted.split(' '));
+  if (!requested.split(' ').every((token) => allowed.has(token))) {
+    throw new ServiceError('invalid_scope', 'the requested scope exceeds the scope of the login');
+  }
+  return requested;
+}
+
+export type RefreshGrant = ReturnType<typeof createRefreshGrant>;

@@ -1,0 +1,128 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import type { Clock } from '../clock.js';
+import { deriveKey } from '../crypto/secrets.js';
+import type { StoredSigningKey } from '../store/signing-keys.js';
+import type { Store } from '../store/store.js';
+
+export const SIGNING_ALG = 'EdDSA';
+const SEALED_PREFIX = 'sealed:v1:';
+/** How long a node keeps signing with the key it knows before looking for a newer one. */
+const ACTIVE_KEY_CACHE_MS = 10_000;
+
+type Key = Awaited<ReturnType<typeof importJWK>>;
+
+export interface SigningKeysDeps {
+  store: Store;
+  clock: Clock;
+  secretKey?: string;
+  /** Tokens live this long, so a superseded key stays published this long after its successor appears. */
+  accessTokenTtlSeconds: number;
+}
+
+/**
+ * The signing keys, kept in the database so that every node signs and verifies alike. Private
+ * keys are sealed with AES-256-GCM under a key derived from SECRET_KEY when it is set. Creating
+ * the service makes the first key if there is none; it throws when a stored key is sealed and
+ * SECRET_KEY is missing or different.
+ */
+export async function createSigningKeys({ store, clock, secretKey, accessTokenTtlSeconds }: SigningKeysDeps) {
+  const sealingKey = secretKey === undefined ? undefined : deriveKey(secretKey, 'signing-key-encryption');
+  const publicKeys = new Map<string, Key>();
+  let active: { kid: string; privateKey: Key; checkedAt: number } | undefined;
+
+  /** The newest key, for signing; looked up again at most every 10 s so rotations reach every node. */
+  async function activeKey(): Promise<{ kid: string; privateKey: Key }> {
+    const now = clock.now().getTime();
+    if (active && now - active.checkedAt < ACTIVE_KEY_CACHE_MS) return active;
+    let newest = await store.signingKeys.findNewestSigningKey();
+    if (!newest) {
+      await store.signingKeys.insertSigningKey(await generateSigningKey(clock.now(), sealingKey));
+      // Nodes starting together may each insert one; all then pick the same newest.
+      newest = await store.signingKeys.findNewestSigningKey();
+      if (!newest) throw new Error('no signing key could be stored');
+    }
+    if (active?.kid !== newest.kid) {
+      const privateJwk = JSON.parse(unseal(newest.privateJwk, sealingKey)) as JWK;
+      active = { kid: newest.kid, privateKey: await importJWK(privateJwk, SIGNING_ALG), checkedAt: now };
+    }
+    active.checkedAt = now;
+    return active;
+  }
+
+  /** The public key for `kid`, from the database when another node made it; undefined if unknown. */
+  async function findVerificationKey(kid: string): Promise<Key | undefined> {
+    const known = publicKeys.get(kid);
+    if (known) return known;
+    const stored = await store.signingKeys.findSigningKey(kid);
+    if (!stored) return undefined;
+    const key = await importJWK(JSON.parse(stored.publicJwk) as JWK, stored.alg);
+    publicKeys.set(kid, key);
+    return key;
+  }
+
+  /**
+   * The JWKS (RFC 7517): public keys only, the active one and each older key until every token
+   * it can have signed has expired (its successor's age, less the cache delay, passes the TTL).
+   */
+  async function publishedKeys(): Promise<{ keys: JWK[] }> {
+    const now = clock.now().getTime();
+    const graceMs = accessTokenTtlSeconds * 1000 + ACTIVE_KEY_CACHE_MS;
+    const stored = await store.signingKeys.listSigningKeys();
+    const published = stored.filter((_key, index) => {
+      const successor = stored[index + 1];
+      return successor === undefined || successor.createdAt.getTime() + graceMs > now;
+    });
+    return { keys: published.reverse().map((key) => JSON.parse(key.publicJwk) as JWK) };
+  }
+
+  /** Makes a new key the active one on this node at once (other nodes within 10 s); returns its kid. */
+  async function rotate(): Promise<string> {
+    // A strictly later created_at keeps "newest" well defined even within one millisecond.
+    const newest = await store.signingKeys.findNewestSigningKey();
+    const createdAt = new Date(Math.max(clock.now().getTime(), (newest?.createdAt.getTime() ?? 0) + 1));
+    const key = await generateSigningKey(createdAt, sealingKey);
+    await store.signingKeys.insertSigningKey(key);
+    active = undefined;
+    return key.kid;
+  }
+
+  await activeKey();
+  return { activeKey, findVerificationKey, publishedKeys, rotate };
+}
+
+export type SigningKeys = Awaited<ReturnType<typeof createSigningKeys>>;
+
+async function generateSigningKey(createdAt: Date, sealingKey: Buffer | undefined): Promise<StoredSigningKey> {
+  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALG, { crv: 'Ed25519', extractable: true });
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return {
+    kid,
+    alg: SIGNING_ALG,
+    publicJwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' }),
+    privateJwk: seal(JSON.stringify(await exportJWK(privateKey)), sealingKey),
+    createdAt,
+  };
+}
+
+function seal(plaintext: string, key: Buffer | undefined): string {
+  if (!key) return plaintext;
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const sealed = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return SEALED_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url');
+}
+
+function unseal(stored: string, key: Buffer | undefined): string {
+  if (!stored.startsWith(SEALED_PREFIX)) return stored;
+  if (!key) throw new Error('the signing keys are encrypted: set the SECRET_KEY they were made with');
+  const raw = Buffer.from(stored.slice(SEALED_PREFIX.length), 'base64url');
+  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  try {
+    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+  } catch {
+    throw new Error('the signing keys cannot be decrypted: SECRET_KEY differs from the one they were made with');
+  }
+}

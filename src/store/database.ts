@@ -1,0 +1,258 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import {
+  type ControlledTransaction,
+  type DialectAdapter,
+  Kysely,
+  type MigrationLockOptions,
+  SqliteAdapter,
+  SqliteDialect,
+  sql,
+  type Transaction,
+} from 'kysely';
+
+/** Times are ISO-8601 UTC strings (`Date#toISOString`) in both dialects: they sort as they compare. */
+type IsoTime = string;
+
+export interface UserTable {
+  id: string;
+  username: string;
+  password_hash: string;
+  created_at: IsoTime;
+}
+
+export interface OAuthClientTable {
+  id: string;
+  name: string;
+  secret_hash: string;
+  created_at: IsoTime;
+}
+
+/** One row per user who ever asked for MFA; `enabled` is 0 or 1 in both dialects. */
+export interface MfaTable {
+  user_id: string;
+  enabled: number;
+  phone_number: string | null;
+  enabled_at: IsoTime | null;
+}
+
+export type CodePurpose = 'enrol' | 'login';
+
+/** At most one code per user and purpose: a new one replaces the row (and its id). */
+export interface OneTimeCodeTable {
+  id: string;
+  user_id: string;
+  purpose: CodePurpose;
+  phone_number: string;
+  code_hash: string;
+  attempts: number;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
+/** The last SMS sent per user and purpose, for the resend cooldown. */
+export interface SmsCooldownTable {
+  user_id: string;
+  purpose: CodePurpose;
+  sent_at: IsoTime;
+  reservation_id: string;
+}
+
+/** SMS sent per scope (a user, or a destination number's keyed hash) in one clock hour. */
+export interface SmsCounterTable {
+  scope: string;
+  window_start: IsoTime;
+  sends: number;
+}
+
+export interface RefreshTokenTable {
+  id: string;
+  token_hash: string;
+  family_id: string;
+  user_id: string;
+  client_id: string;
+  scope: string;
+  /** JSON array of the login's authentication methods, e.g. ["pwd","sms"]. */
+  amr: string;
+  auth_time: number;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  revoked_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
+export interface SigningKeyTable {
+  kid: string;
+  alg: string;
+  public_jwk: string;
+  /** The private JWK as JSON, or sealed with SECRET_KEY (`sealed:` prefix). */
+  private_jwk: string;
+  created_at: IsoTime;
+}
+
+/** Revoked access tokens (by jti) and revoked logins (by sid), kept until their tokens expire. */
+export interface RevokedTokenTable {
+  id: string;
+  expires_at: IsoTime;
+}
+
+/** Backup codes, as keyed hashes; `used_at` set once spent. */
+export interface BackupCodeTable {
+  id: string;
+  user_id: string;
+  code_hash: string;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
+/** Failed logins per scope (a username's or an address's keyed hash) and the block they earned. */
+export interface LoginThrottleTable {
+  scope: string;
+  failures: number;
+  last_failure_at: IsoTime;
+  blocked_until: IsoTime | null;
+}
+
+/** The audit trail: what happened, to whom, from where, with what outcome; never a secret. */
+export interface SecurityEventTable {
+  id: string;
+  occurred_at: IsoTime;
+  user_id: string | null;
+  client_address: string | null;
+  type: string;
+  outcome: string;
+  /** JSON object of non-secret facts. */
+  detail: string | null;
+}
+
+/** Secrets the service makes for itself when SECRET_KEY is not set. */
+export interface ServiceSecretTable {
+  name: string;
+  value: string;
+  created_at: IsoTime;
+}
+
+export interface Database {
+  user: UserTable;
+  oauth_client: OAuthClientTable;
+  mfa: MfaTable;
+  one_time_code: OneTimeCodeTable;
+  sms_cooldown: SmsCooldownTable;
+  sms_counter: SmsCounterTable;
+  refresh_token: RefreshTokenTable;
+  signing_key: SigningKeyTable;
+  revoked_token: RevokedTokenTable;
+  backup_code: BackupCodeTable;
+  login_throttle: LoginThrottleTable;
+  security_event: SecurityEventTable;
+  service_secret: ServiceSecretTable;
+}
+
+/** What repository functions run on: the database itself or a transaction. */
+export type Executor = Kysely<Database> | Transaction<Database> | ControlledTransaction<Database>;
+
+export type DatabaseDialect = 'sqlite' | 'postgres';
+
+export interface OpenDatabase {
+  db: Kysely<Database>;
+  dialect: DatabaseDialect;
+}
+
+export interface PoolSettings {
+  /** Most connections one node opens to PostgreSQL. */
+  max: number;
+  /** How long a request waits for a connection before it fails (and answers 503). */
+  connectionTimeoutMs: number;
+}
+
+const DEFAULT_POOL: PoolSettings = { max: 10, connectionTimeoutMs: 5_000 };
+
+/** Opens the database named by a `DATABASE_URL` (`sqlite:<path>` or `postgres://…`). */
+export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POOL): Promise<OpenDatabase> {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const connection = new SQLite(path);
+    connection.pragma('journal_mode = WAL');
+    // Another process holding the write lock makes us wait instead of failing at once.
+    connection.pragma('busy_timeout = 5000');
+    connection.pragma('synchronous = NORMAL');
+    connection.pragma('foreign_keys = ON');
+    return {
+      db: new Kysely<Database>({ dialect: new LockingSqliteDialect({ database: withStatementCache(connection) }) }),
+      dialect: 'sqlite',
+    };
+  }
+  const { default: pg } = await import('pg');
+  const { PostgresDialect } = await import('kysely');
+  // int8 (bigint) as a number: our bigints are epoch seconds, far below 2^53.
+  pg.types.setTypeParser(pg.types.builtins.INT8, Number);
+  const pgPool = new pg.Pool({
+    connectionString: url,
+    max: pool.max,
+    connectionTimeoutMillis: pool.connectionTimeoutMs,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle connection dropped by a restarting server emits 'error'; unheard, it would end the
+  // process. The pool discards that connection and opens a new one when next asked.
+  pgPool.on('error', () => {});
+  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pgPool }) }), dialect: 'postgres' };
+}
+
+/** Network errors and PostgreSQL's "cannot connect / shutting down" classes (08, 57P). */
+const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE']);
+
+/** True when the error says the database cannot be reached now, rather than that a query is wrong. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_ERRNOS.has(code) || code.startsWith('08') || code.startsWith('57P'))) {
+    return true;
+  }
+  return /Connection terminated|timeout exceeded when trying to connect|SQLITE_BUSY/.test(error.message);
+}
+
+/**
+ * Kysely's SQLite driver prepares every query anew; preparing costs more than running our small
+ * queries, so statements are kept by their SQL text (a bounded set: Kysely builds them from code).
+ */
+function withStatementCache(connection: SQLite.Database): SQLite.Database {
+  const statements = new Map<string, SQLite.Statement>();
+  return new Proxy(connection, {
+    get(target, property) {
+      if (property !== 'prepare') return Reflect.get(target, property, target);
+      return (sql: string) => {
+        let statement = statements.get(sql);
+        if (!statement) {
+          if (statements.size >= 1000) statements.clear();
+          statement = target.prepare(sql);
+          statements.set(sql, statement);
+        }
+        return statement;
+      };
+    },
+  });
+}
+
+/**
+ * Kysely's SQLite adapter takes no migration lock, trusting that one process owns the file.
+ * Several nodes may start together on one file, so the migrator holds SQLite's write lock
+ * (BEGIN IMMEDIATE) from reading the migration table to its last migration.
+ */
+class LockingSqliteDialect extends SqliteDialect {
+  override createAdapter(): DialectAdapter {
+    return new LockingSqliteAdapter();
+  }
+}
+
+class LockingSqliteAdapter extends SqliteAdapter {
+  override async acquireMigrationLock(db: Kysely<any>, _options: MigrationLockOptions): Promise<void> {
+    await sql`begin immediate`.execute(db);
+  }
+
+  override async releaseMigrationLock(db: Kysely<any>, _options: MigrationLockOptions): Promise<void> {
+    await sql`commit`.execute(db);
+  }
+}

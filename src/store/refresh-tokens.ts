@@ -1,0 +1,84 @@
+import type { Executor } from './database.js';
+
+export interface RefreshToken {
+  id: string;
+  tokenHash: string;
+  familyId: string;
+  userId: string;
+  clientId: string;
+  scope: string;
+  amr: string[];
+  authTime: number;
+  expiresAt: Date;
+}
+
+export async function insertRefreshToken(db: Executor, token: RefreshToken, now: Date): Promise<void> {
+  await db
+    .insertInto('refresh_token')
+    .values({
+      id: token.id,
+      token_hash: token.tokenHash,
+      family_id: token.familyId,
+      user_id: token.userId,
+      client_id: token.clientId,
+      scope: token.scope,
+      amr: JSON.stringify(token.amr),
+      auth_time: token.authTime,
+      expires_at: token.expiresAt.toISOString(),
+      used_at: null,
+      revoked_at: null,
+      created_at: now.toISOString(),
+    })
+    .execute();
+}
+
+export interface StoredRefreshToken extends RefreshToken {
+  usedAt?: Date;
+  revokedAt?: Date;
+  createdAt: Date;
+}
+
+/** The refresh token with this hash, spent or not, or undefined. */
+export async function findRefreshToken(db: Executor, tokenHash: string): Promise<StoredRefreshToken | undefined> {
+  const row = await db.selectFrom('refresh_token').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+  return (
+    row && {
+      id: row.id,
+      tokenHash: row.token_hash,
+      familyId: row.family_id,
+      userId: row.user_id,
+      clientId: row.client_id,
+      scope: row.scope,
+      amr: JSON.parse(row.amr) as string[],
+      authTime: row.auth_time,
+      expiresAt: new Date(row.expires_at),
+      usedAt: row.used_at ? new Date(row.used_at) : undefined,
+      revokedAt: row.revoked_at ? new Date(row.revoked_at) : undefined,
+      createdAt: new Date(row.created_at),
+    }
+  );
+}
+
+/** Spends the token. Returns false when it was spent, revoked or expired first (perhaps by a racing request). */
+export async function spendRefreshToken(db: Executor, id: string, now: Date): Promise<boolean> {
+  const row = await db
+    .updateTable('refresh_token')
+    .set({ used_at: now.toISOString() })
+    .where('id', '=', id)
+    .where('used_at', 'is', null)
+    .where('revoked_at', 'is', null)
+    .where('expires_at', '>', now.toISOString())
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Revokes every refresh token of the family (one login and all its rotations). */
+export async function revokeFamily(db: Executor, familyId: string, now: Date): Promise<void> {
+  await db
+    .updateTable('refresh_token')
+    .set({ revoked_at: now.toISOString() })
+    .where('family_id', '=', familyId)
+    .where('revoked_at', 'is', null)
+    .execute();
+}

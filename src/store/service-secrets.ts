@@ -1,0 +1,12 @@
+import type { Executor } from './database.js';
+
+/** The stored secret `name`; the first caller's `candidate` wins when several nodes race to create it. */
+export async function findOrCreateSecret(db: Executor, name: string, candidate: string, now: Date): Promise<string> {
+  await db
+    .insertInto('service_secret')
+    .values({ name, value: candidate, created_at: now.toISOString() })
+    .onConflict((conflict) => conflict.column('name').doNothing())
+    .execute();
+  const row = await db.selectFrom('service_secret').select('value').where('name', '=', name).executeTakeFirstOrThrow();
+  return row.value;
+}

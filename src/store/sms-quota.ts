@@ -1,0 +1,85 @@
+import type { CodePurpose, Executor } from './database.js';
+
+/**
+ * Takes the resend slot for this user and purpose when the last SMS is older than `notAfter`.
+ * Returns false inside the cooldown. One conditional upsert, so racing requests cannot both win.
+ */
+export async function reserveCooldown(
+  db: Executor,
+  slot: { userId: string; purpose: CodePurpose; reservationId: string },
+  now: Date,
+  cooldownSeconds: number,
+): Promise<boolean> {
+  const lastAllowed = new Date(now.getTime() - cooldownSeconds * 1000).toISOString();
+  const taken = { sent_at: now.toISOString(), reservation_id: slot.reservationId };
+  const row = await db
+    .insertInto('sms_cooldown')
+    .values({ user_id: slot.userId, purpose: slot.purpose, ...taken })
+    .onConflict((conflict) =>
+      conflict.columns(['user_id', 'purpose']).doUpdateSet(taken).where('sms_cooldown.sent_at', '<=', lastAllowed),
+    )
+    .returning('user_id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** When the last SMS for this user and purpose was sent, or undefined. */
+export async function findCooldown(db: Executor, userId: string, purpose: CodePurpose): Promise<Date | undefined> {
+  const row = await db
+    .selectFrom('sms_cooldown')
+    .select('sent_at')
+    .where('user_id', '=', userId)
+    .where('purpose', '=', purpose)
+    .executeTakeFirst();
+  return row && new Date(row.sent_at);
+}
+
+/** Gives back a slot taken by `reserveCooldown` (the SMS was not sent); a newer reservation is kept. */
+export async function releaseCooldown(db: Executor, userId: string, purpose: CodePurpose, reservationId: string) {
+  await db
+    .deleteFrom('sms_cooldown')
+    .where('user_id', '=', userId)
+    .where('purpose', '=', purpose)
+    .where('reservation_id', '=', reservationId)
+    .execute();
+}
+
+/** Counts one send against `scope` in this window; returns false (counting nothing) at `limit`. */
+export async function incrementCounter(
+  db: Executor,
+  scope: string,
+  windowStart: Date,
+  limit: number,
+): Promise<boolean> {
+  const row = await db
+    .insertInto('sms_counter')
+    .values({ scope, window_start: windowStart.toISOString(), sends: 1 })
+    .onConflict((conflict) =>
+      conflict
+        .columns(['scope', 'window_start'])
+        .doUpdateSet((eb) => ({ sends: eb('sms_counter.sends', '+', 1) }))
+        .where('sms_counter.sends', '<', limit),
+    )
+    .returning('sends')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function decrementCounter(db: Executor, scope: string, windowStart: Date): Promise<void> {
+  await db
+    .updateTable('sms_counter')
+    .set((eb) => ({ sends: eb('sends', '-', 1) }))
+    .where('scope', '=', scope)
+    .where('window_start', '=', windowStart.toISOString())
+    .where('sends', '>', 0)
+    .execute();
+}
+
+/** Drops this scope's counters of windows before `windowStart`; they can never matter again. */
+export async function pruneCounters(db: Executor, scope: string, windowStart: Date): Promise<void> {
+  await db
+    .deleteFrom('sms_counter')
+    .where('scope', '=', scope)
+    .where('window_start', '<', windowStart.toISOString())
+    .execute();
+}

@@ -1,0 +1,65 @@
+import type { Kysely } from 'kysely';
+import * as backupCodes from './backup-codes.js';
+import * as clients from './clients.js';
+import type { Database, Executor } from './database.js';
+import * as loginThrottle from './login-throttle.js';
+import * as mfa from './mfa.js';
+import * as codes from './one-time-codes.js';
+import * as refreshTokens from './refresh-tokens.js';
+import * as revokedTokens from './revoked-tokens.js';
+import * as securityEvents from './security-events.js';
+import * as secrets from './service-secrets.js';
+import * as signingKeys from './signing-keys.js';
+import * as smsQuota from './sms-quota.js';
+import * as users from './users.js';
+
+type Repository = Record<string, (db: Executor, ...args: never[]) => unknown>;
+type Bound<R extends Repository> = {
+  [K in keyof R]: R[K] extends (db: Executor, ...args: infer A) => infer T ? (...args: A) => T : never;
+};
+
+function bind<R extends Repository>(repository: R, db: Executor): Bound<R> {
+  const bound: Record<string, unknown> = {};
+  for (const [name, fn] of Object.entries(repository)) {
+    bound[name] = (...args: never[]) => fn(db, ...args);
+  }
+  return bound as Bound<R>;
+}
+
+/** The repositories bound to one executor; `transaction` runs a function on a store bound to a transaction. */
+export interface Store {
+  users: Bound<typeof users>;
+  clients: Bound<typeof clients>;
+  mfa: Bound<typeof mfa>;
+  codes: Bound<typeof codes>;
+  smsQuota: Bound<typeof smsQuota>;
+  refreshTokens: Bound<typeof refreshTokens>;
+  revokedTokens: Bound<typeof revokedTokens>;
+  signingKeys: Bound<typeof signingKeys>;
+  secrets: Bound<typeof secrets>;
+  backupCodes: Bound<typeof backupCodes>;
+  loginThrottle: Bound<typeof loginThrottle>;
+  securityEvents: Bound<typeof securityEvents>;
+  transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
+}
+
+export function createStore(db: Executor): Store {
+  const store: Store = {
+    users: bind(users, db),
+    clients: bind(clients, db),
+    mfa: bind(mfa, db),
+    codes: bind(codes, db),
+    smsQuota: bind(smsQuota, db),
+    refreshTokens: bind(refreshTokens, db),
+    revokedTokens: bind(revokedTokens, db),
+    signingKeys: bind(signingKeys, db),
+    secrets: bind(secrets, db),
+    backupCodes: bind(backupCodes, db),
+    loginThrottle: bind(loginThrottle, db),
+    securityEvents: bind(securityEvents, db),
+    // Inside a transaction, nested work joins it.
+    transaction: (work) =>
+      db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),
+  };
+  return store;
+}

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+
+const PASSWORD = 'correct horse battery';
+
+let service: Service;
+before(async () => {
+  service = await startService();
+});
+after(() => service.close());
+
+function events(userId: string, token = ADMIN_TOKEN) {
+  return service.call(`/admin/users/${userId}/events`, { token });
+}
+
+describe('the audit trail', () => {
+  test('records each security event with time, client address and outcome, and never a secret', async () => {
+    const phone = nextPhone();
+    const { userId, username, token } = await service.createUserWithMfa('audited', PASSWORD, phone);
+    await expectStatus(service.login(username, 'wrong password'), 400);
+    await expectStatus(service.login(username, PASSWORD), 200);
+    const code = service.twilio.lastCodeFor(`+${phone}`);
+    const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+    await expectStatus(service.login(username, PASSWORD, { mfa_code: wrong }), 400);
+    // Four more wrong codes use up the 5 attempts; the sixth finds the code dead.
+    for (let attempt = 0; attempt < 5; attempt++) await service.login(username, PASSWORD, { mfa_code: wrong });
+    const backup = (await expectStatus(service.call('/mfa/recovery/', { method: 'POST', token }), 200)).backup_codes;
+    const tokens = await expectStatus(service.login(username, PASSWORD, { backup_code: backup[0] }), 200);
+    const refreshed = await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: { grant_type: 'refresh_token', refresh_token: tokens.refresh_token },
+      }),
+      200,
+    );
+    await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: { grant_type: 'refresh_token', refresh_token: tokens.refresh_token },
+      }),
+      400,
+    );
+    await expectStatus(service.call('/mfa/', { method: 'DELETE', token }), 204);
+
+    const body = await expectStatus(events(userId), 200);
+    const seen = body.events.map((event: { type: string; outcome: string }) => `${event.type}:${event.outcome}`);
+    for (const expected of [
+      'mfa_enabled:succeeded',
+      'login:mfa_required',
+      'login:succeeded',
+      'login:failed',
+      'mfa_code_check:wrong',
+      'mfa_code_check:dead',
+      'backup_codes_regenerated:succeeded',
+      'backup_code_used:succeeded',
+      'refresh_token_reuse:login_revoked',
+      'mfa_disabled:succeeded',
+    ]) {
+      assert.ok(seen.includes(expected), `${expected} missing from ${seen}`);
+    }
+    for (const event of body.events) {
+      assert.equal(event.client_address, '127.0.0.1');
+      assert.ok(!Number.isNaN(Date.parse(event.occurred_at)));
+    }
+    const times = body.events.map((event: { occurred_at: string }) => event.occurred_at);
+    assert.deepEqual(times, [...times].sort().reverse(), 'newest first');
+
+    const text = JSON.stringify(body);
+    for (const secret of [
+      PASSWORD,
+      code,
+      ...backup,
+      tokens.access_token,
+      tokens.refresh_token,
+      refreshed.refresh_token,
+      phone,
+    ]) {
+      assert.ok(!text.includes(secret), 'the audit trail holds no secret and no phone number');
+    }
+  });
+
+  test('needs the admin token, and answers 404 for an unknown user', async () => {
+    const userId = await service.createUser('audited-2', PASSWORD);
+    assert.equal((await expectStatus(events(userId, 'not the admin token'), 401)).error, 'invalid_token');
+    assert.equal((await expectStatus(events('no-such-user'), 404)).error, 'not_found');
+  });
+});

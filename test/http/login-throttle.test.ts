@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { expectStatus, type Service, startService } from '../support/service.js';
+
+const PASSWORD = 'correct horse battery';
+
+// Each test has a service of its own: the per-address count would otherwise join them.
+let service: Service;
+beforeEach(async () => {
+  service = await startService();
+});
+afterEach(() => service.close());
+
+describe('login throttling', () => {
+  test('after 5 wrong passwords for a username, the next attempt waits: 429 with Retry-After, even with the right password', async () => {
+    await service.createUser('throttle-known', PASSWORD);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      assert.equal((await expectStatus(service.login('throttle-known', 'wrong'), 400)).error, 'invalid_grant');
+    }
+    // The sixth failure is still answered, and earns the first wait.
+    await expectStatus(service.login('throttle-known', 'wrong'), 400);
+    const throttled = await service.login('throttle-known', PASSWORD);
+    assert.equal(throttled.status, 429);
+    assert.equal(throttled.headers.get('retry-after'), '2');
+    assert.equal(throttled.headers.get('cache-control'), 'no-store');
+    const body = (await throttled.json()) as Record<string, string>;
+    assert.deepEqual(Object.keys(body).sort(), ['error', 'error_description']);
+    assert.equal(body.error, 'login_throttled');
+  });
+
+  test('the real user is not locked out forever: after the wait the right password works and clears the count', async () => {
+    await service.createUser('throttle-owner', PASSWORD);
+    for (let attempt = 0; attempt < 6; attempt++) await expectStatus(service.login('throttle-owner', 'wrong'), 400);
+    await expectStatus(service.login('throttle-owner', PASSWORD), 429);
+    service.clock.advance(2);
+    await expectStatus(service.login('throttle-owner', PASSWORD), 200);
+    // The success cleared the count: 5 more failures are free again.
+    for (let attempt = 0; attempt < 5; attempt++) await expectStatus(service.login('throttle-owner', 'wrong'), 400);
+    await expectStatus(service.login('throttle-owner', PASSWORD), 200);
+  });
+
+  test('waits double with each further failure and never exceed 15 minutes', async () => {
+    await service.createUser('throttle-doubling', PASSWORD);
+    const waits: number[] = [];
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const response = await service.login('throttle-doubling', 'wrong');
+      if (response.status === 429) {
+        const wait = Number(response.headers.get('retry-after'));
+        waits.push(wait);
+        service.clock.advance(wait);
+      }
+      await response.body?.cancel();
+    }
+    assert.ok(waits.length >= 3, `waits: ${waits}`);
+    for (let index = 1; index < waits.length; index++) {
+      const [previous, current] = [waits[index - 1] ?? 0, waits[index] ?? 0];
+      assert.ok(current === 2 * previous || current === 900, `waits: ${waits}`);
+    }
+    assert.ok(waits.every((wait) => wait <= 900));
+  });
+
+  test('an unknown username is throttled exactly like a known one', async () => {
+    await service.createUser('throttle-exists', PASSWORD);
+    const answers: Record<string, { status: number; body: unknown; retryAfter: string | null }[]> = {};
+    for (const name of ['throttle-exists', 'throttle-nobody']) {
+      answers[name] = [];
+      for (let attempt = 0; attempt < 8; attempt++) {
+        const response = await service.login(name, 'wrong');
+        answers[name]?.push({
+          status: response.status,
+          body: await response.json(),
+          retryAfter: response.headers.get('retry-after'),
+        });
+      }
+    }
+    assert.deepEqual(answers['throttle-exists'], answers['throttle-nobody']);
+    assert.equal(answers['throttle-nobody']?.at(-1)?.status, 429);
+  });
+
+  test('one address guessing across many usernames is throttled after 20 failures', async () => {
+    const statuses: number[] = [];
+    for (let attempt = 0; attempt < 22; attempt++) {
+      const response = await service.login(`spray-${attempt}`, 'wrong');
+      statuses.push(response.status);
+      await response.body?.cancel();
+    }
+    assert.deepEqual(statuses.slice(0, 21), Array(21).fill(400));
+    assert.equal(statuses[21], 429);
+  });
+});

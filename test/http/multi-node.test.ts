@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startFakeTwilio } from '../support/fake-twilio.js';
+import { type ServiceProcess, startServiceProcess } from '../support/node-process.js';
+import { createTestSchema, onPostgres } from '../support/postgres.js';
+import { ADMIN_TOKEN, expectStatus, nextPhone } from '../support/service.js';
+
+// Several stateless nodes on one PostgreSQL database: only the PostgreSQL pass runs this file.
+const PASSWORD = 'correct horse battery';
+
+describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in the PostgreSQL pass' }, () => {
+  let twilio: Awaited<ReturnType<typeof startFakeTwilio>>;
+  let schema: Awaited<ReturnType<typeof createTestSchema>>;
+  let nodes: ServiceProcess[] = [];
+
+  before(async () => {
+    twilio = await startFakeTwilio();
+    schema = await createTestSchema();
+    const env = {
+      DATABASE_URL: schema.databaseUrl,
+      ADMIN_TOKEN,
+      ISSUER: 'http://mfa.test',
+      SECRET_KEY: 'a shared secret key of at least 32 characters',
+      SMS_PROVIDER: 'twilio',
+      TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000002',
+      TWILIO_AUTH_TOKEN: 'twilio-auth-token-for-tests',
+      TWILIO_FROM: '+15005550006',
+      TWILIO_API_URL: twilio.url,
+      SMS_NUMBER_HOURLY_LIMIT: '2',
+    };
+    // Started at the same moment on an empty schema: both migrate, exactly once between them.
+    nodes = await Promise.all([startServiceProcess(env), startServiceProcess(env)]);
+  });
+
+  after(async () => {
+    await Promise.all(nodes.map((node) => node.stop()));
+    await twilio.close();
+    await schema.drop();
+  });
+
+  /** fetch on node `index % 2`, JSON body. */
+  function call(index: number, path: string, init: { method?: string; token?: string; body?: unknown } = {}) {
+    const node = nodes[index % 2];
+    if (!node) throw new Error('no node');
+    const headers: Record<string, string> = {};
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    if (init.body !== undefined) headers['content-type'] = 'application/json';
+    const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+    return fetch(node.url + path, { method: init.method ?? 'GET', headers, body });
+  }
+
+  function login(index: number, username: string, extra: Record<string, string> = {}) {
+    return call(index, '/mfa/oauth2/token/', {
+      method: 'POST',
+      body: { grant_type: 'password', username, password: PASSWORD, ...extra },
+    });
+  }
+
+  let userCount = 0;
+  async function createUser(index: number) {
+    const username = `node-user-${++userCount}`;
+    await expectStatus(
+      call(index, '/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD } }),
+      201,
+    );
+    return username;
+  }
+
+  /** A user with MFA on, enrolled through node 0 and verified through node 1. */
+  async function createMfaUser() {
+    const username = await createUser(0);
+    const phone = nextPhone();
+    const { access_token: token } = await expectStatus(login(0, username), 200);
+    await expectStatus(call(0, '/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: phone } }), 200);
+    const code = twilio.lastCodeFor(`+${phone}`);
+    const enabled = await expectStatus(
+      call(1, '/mfa/sms/verify/', { method: 'PUT', token, body: { mfa_code: code } }),
+      200,
+    );
+    assert.equal(enabled.enabled, true, 'a code sent through node 0 is accepted by node 1');
+    return { username, e164: `+${phone}` };
+  }
+
+  test('the migrations ran exactly once although both nodes started together', async () => {
+    const pg = await import('pg');
+    const client = new pg.default.Client({ connectionString: schema.databaseUrl });
+    await client.connect();
+    try {
+      const { rows } = await client.query('select name, count(*)::int as runs from kysely_migration group by name');
+      assert.ok(rows.length > 0);
+      assert.ok(rows.every((row) => row.runs === 1));
+    } finally {
+      await client.end();
+    }
+  });
+
+  test('both nodes serve the same JWKS and accept each other’s tokens', async () => {
+    const [first, second] = await Promise.all(
+      [0, 1].map((index) => expectStatus(call(index, '/.well-known/jwks.json'), 200)),
+    );
+    assert.deepEqual(first, second);
+    assert.equal(first.keys.length, 1, 'nodes starting together settle on one signing key');
+    const username = await createUser(1);
+    const { access_token: fromSecond } = await expectStatus(login(1, username), 200);
+    const { access_token: fromFirst } = await expectStatus(login(0, username), 200);
+    await expectStatus(call(0, '/mfa/', { token: fromSecond }), 200);
+    await expectStatus(call(1, '/mfa/', { token: fromFirst }), 200);
+  });
+
+  test('a login code sent through one node logs in through the other', async () => {
+    const { username, e164 } = await createMfaUser();
+    assert.deepEqual(await expectStatus(login(0, username), 200), { mfa_required: true, mfa_type: 'sms' });
+    const tokens = await expectStatus(login(1, username, { mfa_code: twilio.lastCodeFor(e164) }), 200);
+    assert.equal(typeof tokens.access_token, 'string');
+  });
+
+  test('of 20 simultaneous uses of one code spread over both nodes, exactly one succeeds', async () => {
+    const { username, e164 } = await createMfaUser();
+    await expectStatus(login(1, username), 200);
+    const code = twilio.lastCodeFor(e164);
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => login(index, username, { mfa_code: code })),
+    );
+    const statuses = responses.map((response) => response.status);
+    assert.equal(statuses.filter((status) => status === 200).length, 1, `statuses: ${statuses}`);
+    assert.ok(
+      statuses.every((status) => status === 200 || status === 400),
+      `statuses: ${statuses}`,
+    );
+  });
+
+  test('refresh-token reuse on one node is caught on the other, and revokes the login everywhere', async () => {
+    const username = await createUser(0);
+    const first = await expectStatus(login(0, username), 200);
+    const refresh = (index: number, token: string) =>
+      call(index, '/mfa/oauth2/token/', {
+        method: 'POST',
+        body: { grant_type: 'refresh_token', refresh_token: token },
+      });
+    const second = await expectStatus(refresh(0, first.refresh_token), 200);
+    assert.equal((await expectStatus(refresh(1, first.refresh_token), 400)).error, 'invalid_grant');
+    assert.equal((await expectStatus(refresh(0, second.refresh_token), 400)).error, 'invalid_grant');
+    await expectStatus(call(0, '/mfa/', { token: second.access_token }), 401);
+    await expectStatus(call(1, '/mfa/', { token: second.access_token }), 401);
+  });
+
+  test('the resend cooldown is shared: a login on the other node inside it sends no SMS', async () => {
+    const { username, e164 } = await createMfaUser();
+    await expectStatus(login(0, username), 200);
+    const sent = twilio.messages.filter((message) => message.to === e164).length;
+    assert.deepEqual(await expectStatus(login(1, username), 200), { mfa_required: true, mfa_type: 'sms' });
+    assert.equal(twilio.messages.filter((message) => message.to === e164).length, sent);
+  });
+
+  test('the hourly cap per number is shared: a third enrolment of one number through either node is refused', async () => {
+    const phone = nextPhone();
+    const answers = [];
+    for (let index = 0; index < 3; index++) {
+      const username = await createUser(index);
+      const { access_token: token } = await expectStatus(login(index, username), 200);
+      answers.push(await call(index, '/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: phone } }));
+    }
+    assert.deepEqual(
+      answers.map((answer) => answer.status),
+      [200, 200, 429],
+    );
+    const [, , refused] = answers;
+    assert.ok(refused);
+    assert.equal(((await refused.json()) as { error: string }).error, 'sms_rate_limited');
+  });
+
+  test('both nodes stop cleanly on SIGTERM', async () => {
+    const codes = await Promise.all(nodes.map((node) => node.stop('SIGTERM')));
+    assert.deepEqual(codes, [0, 0]);
+  });
+});

@@ -1,0 +1,282 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { decodeJwt } from 'jose';
+import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+
+const PASSWORD = 'correct horse battery';
+
+let service: Service;
+before(async () => {
+  service = await startService();
+});
+after(() => service.close());
+
+let userCount = 0;
+function username() {
+  return `login-${++userCount}`;
+}
+
+/** A user with SMS MFA on, their phone (with +), and the clock past every cooldown. */
+async function mfaUser() {
+  const phone = nextPhone();
+  const user = await service.createUserWithMfa(username(), PASSWORD, phone);
+  return { ...user, e164: `+${phone}` };
+}
+
+function otherCode(code: string) {
+  return String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+}
+
+function formLogin(fields: Record<string, string>) {
+  return service.call('/mfa/oauth2/token/', {
+    method: 'POST',
+    body: new URLSearchParams(fields).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
+}
+
+describe('password grant, MFA off', () => {
+  test('answers tokens to a JSON body and to a form body', async () => {
+    const name = username();
+    await service.createUser(name, PASSWORD);
+    for (const response of [
+      await service.login(name, PASSWORD),
+      await formLogin({ grant_type: 'password', username: name, password: PASSWORD }),
+    ]) {
+      const body = await expectStatus(Promise.resolve(response), 200);
+      assert.deepEqual(Object.keys(body).sort(), [
+        'access_token',
+        'expires_in',
+        'refresh_token',
+        'scope',
+        'token_type',
+      ]);
+      assert.equal(body.token_type, 'Bearer');
+      assert.equal(body.expires_in, 900);
+      assert.deepEqual(decodeJwt(body.access_token).amr, ['pwd']);
+    }
+  });
+
+  test('ignores mfa_code and backup_code, and sends no SMS', async () => {
+    const name = username();
+    await service.createUser(name, PASSWORD);
+    const sent = service.twilio.messages.length;
+    await expectStatus(service.login(name, PASSWORD, { mfa_code: '123456' }), 200);
+    await expectStatus(service.login(name, PASSWORD, { backup_code: '123456789012' }), 200);
+    assert.equal(service.twilio.messages.length, sent);
+  });
+
+  test('grants the scope asked for, and refuses a scope that breaks RFC 6749 syntax', async () => {
+    const name = username();
+    await service.createUser(name, PASSWORD);
+    const body = await expectStatus(service.login(name, PASSWORD, { scope: 'read write:all' }), 200);
+    assert.equal(body.scope, 'read write:all');
+    assert.equal(decodeJwt(body.access_token).scope, 'read write:all');
+    for (const scope of ['read  write', ' read', 'read\\write', 'caf\u00e9']) {
+      assert.equal((await expectStatus(service.login(name, PASSWORD, { scope }), 400)).error, 'invalid_request');
+    }
+  });
+});
+
+describe('password grant, MFA on', () => {
+  test('without a code: mfa_required, no tokens, and an SMS to the enrolled number', async () => {
+    const { username: name, e164 } = await mfaUser();
+    const sent = service.twilio.messages.length;
+    const body = await expectStatus(service.login(name, PASSWORD), 200);
+    assert.deepEqual(body, { mfa_required: true, mfa_type: 'sms' });
+    assert.equal(service.twilio.messages.length, sent + 1);
+    assert.equal(service.twilio.messages.at(-1)?.to, e164);
+  });
+
+  test('with the right code: tokens whose amr is pwd+sms; the code is then spent', async () => {
+    const { username: name, e164 } = await mfaUser();
+    await expectStatus(service.login(name, PASSWORD), 200);
+    const code = service.twilio.lastCodeFor(e164);
+    const body = await expectStatus(service.login(name, PASSWORD, { mfa_code: code }), 200);
+    const claims = decodeJwt(body.access_token);
+    assert.deepEqual(claims.amr, ['pwd', 'sms']);
+    assert.equal(typeof claims.auth_time, 'number');
+    const again = await expectStatus(service.login(name, PASSWORD, { mfa_code: code }), 400);
+    assert.equal(again.error, 'invalid_grant');
+  });
+
+  test('a wrong code is invalid_grant and counts: after 5 wrong codes the right one is refused', async () => {
+    const { username: name, e164 } = await mfaUser();
+    await expectStatus(service.login(name, PASSWORD), 200);
+    const code = service.twilio.lastCodeFor(e164);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      assert.equal(
+        (await expectStatus(service.login(name, PASSWORD, { mfa_code: otherCode(code) }), 400)).error,
+        'invalid_grant',
+      );
+    }
+    const body = await expectStatus(service.login(name, PASSWORD, { mfa_code: code }), 400);
+    assert.equal(body.error, 'invalid_grant');
+    assert.match(body.error_description, /too many/);
+  });
+
+  test('a code expires after 5 minutes', async () => {
+    const { username: name, e164 } = await mfaUser();
+    await expectStatus(service.login(name, PASSWORD), 200);
+    const code = service.twilio.lastCodeFor(e164);
+    service.clock.advance(301);
+    const body = await expectStatus(service.login(name, PASSWORD, { mfa_code: code }), 400);
+    assert.equal(body.error, 'invalid_grant');
+    assert.match(body.error_description, /expired/);
+  });
+
+  test('an enrolment code does not log in', async () => {
+    const name = username();
+    const phone = nextPhone();
+    await service.createUser(name, PASSWORD);
+    const token = await service.accessToken(name, PASSWORD);
+    await expectStatus(service.call('/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: phone } }), 200);
+    const enrolCode = service.twilio.lastCodeFor(`+${phone}`);
+    await expectStatus(service.call('/mfa/sms/verify/', { method: 'PUT', token, body: { mfa_code: enrolCode } }), 200);
+    assert.equal(
+      (await expectStatus(service.login(name, PASSWORD, { mfa_code: enrolCode }), 400)).error,
+      'invalid_grant',
+    );
+  });
+
+  test('a backup_code that was never issued is invalid_grant', async () => {
+    const { username: name } = await mfaUser();
+    const body = await expectStatus(service.login(name, PASSWORD, { backup_code: '123456789012' }), 400);
+    assert.equal(body.error, 'invalid_grant');
+  });
+
+  test('of 20 simultaneous logins with one code, exactly one gets tokens and none gets a 5xx', async () => {
+    const { username: name, e164 } = await mfaUser();
+    await expectStatus(service.login(name, PASSWORD), 200);
+    const code = service.twilio.lastCodeFor(e164);
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => service.login(name, PASSWORD, { mfa_code: code })),
+    );
+    const bodies = await Promise.all(responses.map((response) => response.json() as Promise<Record<string, unknown>>));
+    const statuses = responses.map((response) => response.status);
+    assert.equal(statuses.filter((status) => status === 200).length, 1, `statuses: ${statuses}`);
+    assert.equal(bodies.filter((body) => typeof body.access_token === 'string').length, 1);
+    assert.ok(
+      statuses.every((status) => status === 200 || status === 400),
+      `statuses: ${statuses}`,
+    );
+    assert.ok(bodies.every((body) => body.access_token !== undefined || body.error === 'invalid_grant'));
+  });
+});
+
+describe('a wrong password reveals nothing', () => {
+  test('wrong password and unknown user get the same status, body and headers', async () => {
+    const name = username();
+    await service.createUser(name, PASSWORD);
+    const wrongPassword = await service.login(name, 'not the password');
+    const unknownUser = await service.login('nobody-by-this-name', 'not the password');
+    assert.equal(wrongPassword.status, 400);
+    assert.equal(unknownUser.status, 400);
+    const first = await wrongPassword.json();
+    assert.deepEqual(first, await unknownUser.json());
+    assert.equal((first as { error: string }).error, 'invalid_grant');
+    for (const header of ['content-type', 'cache-control', 'pragma', 'www-authenticate']) {
+      assert.equal(wrongPassword.headers.get(header), unknownUser.headers.get(header), header);
+    }
+  });
+
+  test('with MFA on, a wrong password answers as with MFA off, sends no SMS, and spends no code attempt', async () => {
+    const { username: name, e164 } = await mfaUser();
+    const plain = username();
+    await service.createUser(plain, PASSWORD);
+    await expectStatus(service.login(name, PASSWORD), 200);
+    const code = service.twilio.lastCodeFor(e164);
+    const sent = service.twilio.messages.length;
+
+    const withoutMfa = await expectStatus(service.login(plain, 'wrong password'), 400);
+    // Each failure past the fifth earns a wait of 2^(n-5) s from the login throttle: wait it out.
+    let failures = 0;
+    const wrongLogin = async (extra: Record<string, string> = {}) => {
+      const body = await expectStatus(service.login(name, 'wrong password', extra), 400);
+      failures += 1;
+      service.clock.advance(failures > 5 ? 2 ** (failures - 5) : 0);
+      return body;
+    };
+    assert.deepEqual(await wrongLogin(), withoutMfa);
+    // Neither a right nor a wrong code changes the answer, and none of them counts as an attempt.
+    for (let attempt = 0; attempt < 6; attempt++) {
+      assert.deepEqual(await wrongLogin({ mfa_code: otherCode(code) }), withoutMfa);
+    }
+    assert.deepEqual(await wrongLogin({ mfa_code: code }), withoutMfa);
+    assert.equal(service.twilio.messages.length, sent);
+    await expectStatus(service.login(name, PASSWORD, { mfa_code: code }), 200);
+  });
+});
+
+describe('malformed token requests', () => {
+  test('missing grant_type, username or password is invalid_request', async () => {
+    const name = username();
+    await service.createUser(name, PASSWORD);
+    for (const body of [
+      { username: name, password: PASSWORD },
+      { grant_type: 'password', password: PASSWORD },
+      { grant_type: 'password', username: name },
+      { grant_type: 'password', username: name, password: '' },
+    ]) {
+      const answer = await expectStatus(service.call('/mfa/oauth2/token/', { method: 'POST', body }), 400);
+      assert.equal(answer.error, 'invalid_request', JSON.stringify(body));
+    }
+  });
+
+  test('both mfa_code and backup_code is invalid_request', async () => {
+    const { username: name } = await mfaUser();
+    const body = await expectStatus(
+      service.login(name, PASSWORD, { mfa_code: '123456', backup_code: '123456789012' }),
+      400,
+    );
+    assert.equal(body.error, 'invalid_request');
+  });
+
+  test('malformed codes are invalid_request', async () => {
+    const { username: name } = await mfaUser();
+    const malformed: Record<string, string>[] = [
+      { mfa_code: '12345' },
+      { mfa_code: 'abcdef' },
+      { backup_code: '12345678901' },
+    ];
+    for (const extra of malformed) {
+      assert.equal((await expectStatus(service.login(name, PASSWORD, extra), 400)).error, 'invalid_request');
+    }
+  });
+
+  test('another grant_type is unsupported_grant_type', async () => {
+    for (const grantType of ['client_credentials', 'authorization_code', 'PASSWORD', '']) {
+      const body = await expectStatus(
+        service.call('/mfa/oauth2/token/', { method: 'POST', body: { grant_type: grantType } }),
+        400,
+      );
+      assert.equal(body.error, 'unsupported_grant_type', grantType);
+    }
+  });
+
+  test('every answer carries Cache-Control: no-store and Pragma: no-cache', async () => {
+    const { username: name } = await mfaUser();
+    const plain = username();
+    await service.createUser(plain, PASSWORD);
+    const answers = [
+      await service.login(plain, PASSWORD),
+      await service.login(name, PASSWORD),
+      await service.login(name, 'wrong'),
+      await service.call('/mfa/oauth2/token/', { method: 'POST', body: '{not json' }),
+      await service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: 'x',
+        headers: { 'content-type': 'text/plain' },
+      }),
+      await service.call('/mfa/oauth2/token/', { method: 'POST', body: { grant_type: 'implicit' } }),
+    ];
+    assert.deepEqual(
+      answers.map((answer) => answer.status),
+      [200, 200, 400, 400, 415, 400],
+    );
+    for (const answer of answers) {
+      assert.equal(answer.headers.get('cache-control'), 'no-store');
+      assert.equal(answer.headers.get('pragma'), 'no-cache');
+    }
+  });
+});

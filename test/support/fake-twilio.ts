@@ -1,0 +1,88 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface SentMessage {
+  accountSid: string;
+  authorization: string;
+  to: string;
+  from?: string;
+  messagingServiceSid?: string;
+  body: string;
+}
+
+type Behaviour = 'deliver' | 'fail' | 'hang';
+
+/**
+ * A local stand-in for Twilio's Messages API (POST /2010-04-01/Accounts/{sid}/Messages.json):
+ * records each message it accepts, and can refuse a number, fail with a 500, or never answer.
+ */
+export async function startFakeTwilio() {
+  const messages: SentMessage[] = [];
+  const refusedNumbers = new Map<string, number>();
+  const hanging = new Set<ServerResponse>();
+  let behaviour: Behaviour = 'deliver';
+  let requestCount = 0;
+
+  const server = createServer(async (request: IncomingMessage, response: ServerResponse) => {
+    requestCount += 1;
+    const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(request.url ?? '');
+    let raw = '';
+    for await (const chunk of request) raw += chunk;
+    const form = new URLSearchParams(raw);
+    const reply = (status: number, body: object) => {
+      response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    };
+    if (request.method !== 'POST' || !match?.[1]) return reply(404, { code: 20404, message: 'not found', status: 404 });
+    if (behaviour === 'hang') {
+      hanging.add(response);
+      return;
+    }
+    if (behaviour === 'fail') return reply(500, { code: 20500, message: 'internal server error', status: 500 });
+    const to = form.get('To') ?? '';
+    const refusal = refusedNumbers.get(to);
+    if (refusal !== undefined) {
+      return reply(400, { code: refusal, message: `The 'To' number ${to} is not valid.`, status: 400 });
+    }
+    messages.push({
+      accountSid: decodeURIComponent(match[1]),
+      authorization: request.headers.authorization ?? '',
+      to,
+      from: form.get('From') ?? undefined,
+      messagingServiceSid: form.get('MessagingServiceSid') ?? undefined,
+      body: form.get('Body') ?? '',
+    });
+    reply(201, { sid: `SM${messages.length}`, status: 'queued', to, body: form.get('Body') });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    messages,
+    /** How many requests reached the fake, delivered or not. */
+    get requestCount() {
+      return requestCount;
+    },
+    /** Answer every message to `e164` with Twilio error `code` (21211: invalid 'To' number). */
+    refuse(e164: string, code = 21211) {
+      refusedNumbers.set(e164, code);
+    },
+    /** From now on: deliver (default), fail with a 500, or hang without answering. */
+    behave(next: Behaviour) {
+      behaviour = next;
+    },
+    /** The code in the last message sent to `e164` (with +), or throws. */
+    lastCodeFor(e164: string): string {
+      const message = messages.filter((sent) => sent.to === e164).at(-1);
+      const code = message && /\b(\d{6})\b/.exec(message.body)?.[1];
+      if (!code) throw new Error(`no code was sent to ${e164}`);
+      return code;
+    },
+    async close() {
+      for (const response of hanging) response.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export type FakeTwilio = Awaited<ReturnType<typeof startFakeTwilio>>;

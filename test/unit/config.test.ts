@@ -1,0 +1,240 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+/** A complete Twilio setup that loadConfig accepts; tests remove or change one variable at a time. */
+const TWILIO = {
+  SMS_PROVIDER: 'twilio',
+  TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000001',
+  TWILIO_AUTH_TOKEN: 'twilio-auth-token',
+  TWILIO_FROM: '+15005550006',
+} as const;
+
+/** assert.throws matcher: a ConfigError whose one-line message names `variable`. */
+function namesVariable(variable: string) {
+  return (error: unknown) => {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    assert.ok(error.message.includes(variable), `"${error.message}" does not name ${variable}`);
+    assert.doesNotMatch(error.message, /\n/, 'the message is one line');
+    return true;
+  };
+}
+
+describe('loadConfig defaults', () => {
+  test('with an empty environment: port 8000 on 127.0.0.1, SQLite in ./data, console SMS, the contract TTLs', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 8000);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.databaseUrl, 'sqlite:./data/mfa.sqlite');
+    assert.equal(config.issuer, 'http://127.0.0.1:8000');
+    assert.equal(config.accessTokenTtlSeconds, 900);
+    assert.equal(config.refreshTokenTtlSeconds, 2_592_000);
+    assert.deepEqual(config.sms, { kind: 'console' });
+    assert.equal(config.adminToken, undefined, 'no admin token: the admin API answers 401 to everyone');
+    assert.equal(config.secretKey, undefined);
+    assert.equal(config.isProduction, false);
+    assert.equal(config.logLevel, 'info');
+  });
+
+  test('SMS limits default to the contract: 5 min, 5 attempts, 30 s cooldown, 10 per user an hour, all countries', () => {
+    const limits = loadConfig({}).smsLimits;
+    assert.equal(limits.codeTtlSeconds, 300);
+    assert.equal(limits.maxAttempts, 5);
+    assert.equal(limits.cooldownSeconds, 30);
+    assert.equal(limits.perUserPerHour, 10);
+    assert.equal(limits.allowedCountries, undefined);
+  });
+
+  test('an empty variable counts as unset', () => {
+    const config = loadConfig({ PORT: '', HOST: '', DATABASE_URL: '', SMS_PROVIDER: '', ADMIN_TOKEN: '' });
+    assert.equal(config.port, 8000);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.databaseUrl, 'sqlite:./data/mfa.sqlite');
+    assert.equal(config.sms.kind, 'console');
+    assert.equal(config.adminToken, undefined);
+  });
+
+  test('the default issuer follows HOST and PORT, with IPv6 hosts in brackets', () => {
+    assert.equal(loadConfig({ HOST: '0.0.0.0', PORT: '9000' }).issuer, 'http://0.0.0.0:9000');
+    assert.equal(loadConfig({ HOST: '::1' }).issuer, 'http://[::1]:8000');
+  });
+
+  test('ISSUER overrides the default and loses trailing slashes', () => {
+    assert.equal(loadConfig({ ISSUER: 'https://auth.example.com/' }).issuer, 'https://auth.example.com');
+    assert.equal(loadConfig({ ISSUER: 'https://example.com/auth//' }).issuer, 'https://example.com/auth');
+  });
+
+  test('valid settings are read as given', () => {
+    const config = loadConfig({
+      PORT: '0',
+      DATABASE_URL: 'postgres://user:pass@db:5432/mfa',
+      ADMIN_TOKEN: 'a'.repeat(16),
+      SECRET_KEY: 'k'.repeat(32),
+      ACCESS_TOKEN_TTL: '60',
+      REFRESH_TOKEN_TTL: '31536000',
+      LOG_LEVEL: 'warn',
+      SMS_USER_HOURLY_LIMIT: '3',
+      SMS_NUMBER_HOURLY_LIMIT: '1000',
+      SMS_ALLOWED_COUNTRIES: 'us, gb,FR',
+    });
+    assert.equal(config.port, 0);
+    assert.equal(config.databaseUrl, 'postgres://user:pass@db:5432/mfa');
+    assert.equal(config.adminToken, 'a'.repeat(16));
+    assert.equal(config.secretKey, 'k'.repeat(32));
+    assert.equal(config.accessTokenTtlSeconds, 60);
+    assert.equal(config.refreshTokenTtlSeconds, 31_536_000);
+    assert.equal(config.logLevel, 'warn');
+    assert.equal(config.smsLimits.perUserPerHour, 3);
+    assert.equal(config.smsLimits.perNumberPerHour, 1000);
+    assert.deepEqual(config.smsLimits.allowedCountries, ['US', 'GB', 'FR']);
+  });
+});
+
+describe('loadConfig refuses invalid values, naming the variable', () => {
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: 'abc' }, 'PORT'],
+    [{ PORT: '-1' }, 'PORT'],
+    [{ PORT: '65536' }, 'PORT'],
+    [{ PORT: '80.5' }, 'PORT'],
+    [{ PORT: '8000 ' }, 'PORT'],
+    [{ PORT: '1e3' }, 'PORT'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'sqlite:' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: './data/mfa.sqlite' }, 'DATABASE_URL'],
+    [{ ISSUER: 'ftp://auth.example.com' }, 'ISSUER'],
+    [{ ISSUER: 'not a url' }, 'ISSUER'],
+    [{ ISSUER: 'https://auth.example.com/?tenant=1' }, 'ISSUER'],
+    [{ ISSUER: 'https://auth.example.com/#top' }, 'ISSUER'],
+    [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL'],
+    [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
+    [{ SECRET_KEY: 'k'.repeat(31) }, 'SECRET_KEY'],
+    [{ ACCESS_TOKEN_TTL: '0' }, 'ACCESS_TOKEN_TTL'],
+    [{ ACCESS_TOKEN_TTL: '86401' }, 'ACCESS_TOKEN_TTL'],
+    [{ ACCESS_TOKEN_TTL: '15m' }, 'ACCESS_TOKEN_TTL'],
+    [{ REFRESH_TOKEN_TTL: '59' }, 'REFRESH_TOKEN_TTL'],
+    [{ REFRESH_TOKEN_TTL: 'forever' }, 'REFRESH_TOKEN_TTL'],
+    [{ SMS_PROVIDER: 'carrier-pigeon' }, 'SMS_PROVIDER'],
+    [{ SMS_PROVIDER: 'Twilio' }, 'SMS_PROVIDER'],
+    [{ SMS_USER_HOURLY_LIMIT: '0' }, 'SMS_USER_HOURLY_LIMIT'],
+    [{ SMS_NUMBER_HOURLY_LIMIT: 'lots' }, 'SMS_NUMBER_HOURLY_LIMIT'],
+    [{ SMS_GLOBAL_HOURLY_LIMIT: '0' }, 'SMS_GLOBAL_HOURLY_LIMIT'],
+    [{ DATABASE_POOL_MAX: '0' }, 'DATABASE_POOL_MAX'],
+    [{ DATABASE_CONNECT_TIMEOUT_MS: 'soon' }, 'DATABASE_CONNECT_TIMEOUT_MS'],
+    [{ SMS_ALLOWED_COUNTRIES: 'XX' }, 'SMS_ALLOWED_COUNTRIES'],
+    [{ SMS_ALLOWED_COUNTRIES: 'US,XX' }, 'SMS_ALLOWED_COUNTRIES'],
+    [{ SMS_ALLOWED_COUNTRIES: 'US,,GB' }, 'SMS_ALLOWED_COUNTRIES'],
+    [{ SMS_ALLOWED_COUNTRIES: 'USA' }, 'SMS_ALLOWED_COUNTRIES'],
+    [{ SERVICE_NAME: 'MFA <script>' }, 'SERVICE_NAME'],
+    [{ SERVICE_NAME: 'x'.repeat(41) }, 'SERVICE_NAME'],
+    [{ ...TWILIO, TWILIO_API_URL: 'ftp://api.twilio.com' }, 'TWILIO_API_URL'],
+    [{ ...TWILIO, TWILIO_API_URL: 'not a url' }, 'TWILIO_API_URL'],
+  ];
+  for (const [env, variable] of cases) {
+    test(`${JSON.stringify(env).slice(0, 90)} throws a ConfigError naming ${variable}`, () => {
+      assert.throws(() => loadConfig(env), namesVariable(variable));
+    });
+  }
+});
+
+describe('loadConfig for production', () => {
+  test('NODE_ENV=production refuses the console SMS sink, by default or asked for', () => {
+    assert.throws(() => loadConfig({ NODE_ENV: 'production' }), namesVariable('SMS_PROVIDER'));
+    assert.throws(() => loadConfig({ NODE_ENV: 'production', SMS_PROVIDER: 'console' }), namesVariable('SMS_PROVIDER'));
+  });
+
+  test('NODE_ENV=production with Twilio configured starts, flagged as production', () => {
+    const config = loadConfig({ NODE_ENV: 'production', ...TWILIO });
+    assert.equal(config.isProduction, true);
+    assert.equal(config.sms.kind, 'twilio');
+  });
+
+  test('other NODE_ENV values keep the console sink', () => {
+    for (const nodeEnv of ['development', 'test']) {
+      const config = loadConfig({ NODE_ENV: nodeEnv });
+      assert.equal(config.isProduction, false);
+      assert.equal(config.sms.kind, 'console');
+    }
+  });
+});
+
+describe('loadConfig for Twilio', () => {
+  test('a complete setup: credentials, sender, default API URL and a 10 s timeout', () => {
+    assert.deepEqual(loadConfig(TWILIO).sms, {
+      kind: 'twilio',
+      accountSid: TWILIO.TWILIO_ACCOUNT_SID,
+      authToken: TWILIO.TWILIO_AUTH_TOKEN,
+      from: TWILIO.TWILIO_FROM,
+      messagingServiceSid: undefined,
+      apiUrl: 'https://api.twilio.com',
+      timeoutMs: 10_000,
+    });
+  });
+
+  test('a Messaging Service instead of a From number', () => {
+    const { TWILIO_FROM: _from, ...rest } = TWILIO;
+    const sms = loadConfig({ ...rest, TWILIO_MESSAGING_SERVICE_SID: 'MG00000000000000000000000000000001' }).sms;
+    assert.equal(sms.kind, 'twilio');
+    assert.equal(sms.kind === 'twilio' && sms.messagingServiceSid, 'MG00000000000000000000000000000001');
+    assert.equal(sms.kind === 'twilio' && sms.from, undefined);
+  });
+
+  test('TWILIO_API_URL is read and loses trailing slashes', () => {
+    const sms = loadConfig({ ...TWILIO, TWILIO_API_URL: 'http://127.0.0.1:9999/' }).sms;
+    assert.equal(sms.kind === 'twilio' && sms.apiUrl, 'http://127.0.0.1:9999');
+  });
+
+  test('TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required', () => {
+    for (const variable of ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN'] as const) {
+      const env: Record<string, string> = { ...TWILIO };
+      delete env[variable];
+      assert.throws(() => loadConfig(env), namesVariable(variable), `without ${variable}`);
+      assert.throws(() => loadConfig({ ...env, [variable]: '' }), namesVariable(variable), `with ${variable} empty`);
+    }
+  });
+
+  test('exactly one of TWILIO_FROM and TWILIO_MESSAGING_SERVICE_SID: neither is refused, both are refused', () => {
+    const { TWILIO_FROM: _from, ...neither } = TWILIO;
+    assert.throws(() => loadConfig(neither), namesVariable('TWILIO_FROM'));
+    assert.throws(() => loadConfig(neither), namesVariable('TWILIO_MESSAGING_SERVICE_SID'));
+    const both = { ...TWILIO, TWILIO_MESSAGING_SERVICE_SID: 'MG00000000000000000000000000000001' };
+    assert.throws(() => loadConfig(both), namesVariable('TWILIO_FROM'));
+    assert.throws(() => loadConfig(both), namesVariable('TWILIO_MESSAGING_SERVICE_SID'));
+  });
+
+  test('Twilio variables are ignored while SMS_PROVIDER is console', () => {
+    const config = loadConfig({ TWILIO_ACCOUNT_SID: 'AC1', TWILIO_FROM: '+15005550006' });
+    assert.deepEqual(config.sms, { kind: 'console' });
+  });
+});
+
+describe('the loaded configuration', () => {
+  test('is frozen, nested objects too: assignments throw', () => {
+    const config = loadConfig({ ...TWILIO, SMS_ALLOWED_COUNTRIES: 'US' });
+    assert.ok(Object.isFrozen(config));
+    assert.ok(Object.isFrozen(config.sms));
+    assert.ok(Object.isFrozen(config.smsLimits));
+    assert.ok(Object.isFrozen(config.smsLimits.allowedCountries));
+    const writable = config as any;
+    assert.throws(() => {
+      writable.port = 1;
+    }, TypeError);
+    assert.throws(() => {
+      writable.sms.authToken = 'stolen';
+    }, TypeError);
+    assert.throws(() => {
+      writable.smsLimits.maxAttempts = 1_000_000;
+    }, TypeError);
+    assert.throws(() => {
+      writable.smsLimits.allowedCountries.push('XX');
+    }, TypeError);
+    assert.equal(config.port, 8000);
+    assert.equal(config.smsLimits.maxAttempts, 5);
+  });
+
+  test('does not keep a reference to the environment it was read from', () => {
+    const env: Record<string, string> = { PORT: '9000' };
+    const config = loadConfig(env);
+    env.PORT = '1';
+    assert.equal(config.port, 9000);
+  });
+});
