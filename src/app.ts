@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { Kysely } from 'kysely';
 import pino, { type BaseLogger, type DestinationStream } from 'pino';
 import { createAuditTrail } from './audit/audit-trail.js';
@@ -79,7 +79,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     requestIdHeader: false,
     genReqId: requestIdFor,
     // One line per request (in onResponse below) instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const store = createStore(deps.db);
@@ -151,7 +151,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     request.log.info(
       {
         method: request.method,
-        url: request.url,
+        // The path only: a query string may carry a password or a token sent where it does not belong.
+        path: request.url.split('?', 1)[0],
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,
       },

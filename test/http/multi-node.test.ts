@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { startFakeTwilio } from '../support/fake-twilio.js';
 import { type ServiceProcess, startServiceProcess } from '../support/node-process.js';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
-import { ADMIN_TOKEN, expectStatus, nextPhone } from '../support/service.js';
+import { ADMIN_TOKEN, expectStatus, nextPhone, startService } from '../support/service.js';
 
 // Several stateless nodes on one PostgreSQL database: only the PostgreSQL pass runs this file.
 const PASSWORD = 'correct horse battery';
@@ -167,6 +167,22 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
     const [, , refused] = answers;
     assert.ok(refused);
     assert.equal(((await refused.json()) as { error: string }).error, 'sms_rate_limited');
+  });
+
+  test('another deployment in another schema of the same database migrates and keeps its own data', async () => {
+    const username = await createUser(0);
+    // Kysely would find this deployment's migration tables in the other schema and skip creating its own.
+    const other = await startService();
+    try {
+      const created = await expectStatus(
+        other.call('/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD } }),
+        201,
+      );
+      assert.equal(created.username, username);
+      await expectStatus(other.call('/readyz'), 200);
+    } finally {
+      await other.close();
+    }
   });
 
   test('both nodes stop cleanly on SIGTERM', async () => {
