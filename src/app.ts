@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { Kysely } from 'kysely';
-import pino, { type BaseLogger, type DestinationStream } from 'pino';
+import pino, { type DestinationStream } from 'pino';
 import { createAuditTrail } from './audit/audit-trail.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -10,7 +10,7 @@ import { deriveKey, randomToken } from './crypto/secrets.js';
 import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
 import { registerErrorHandling } from './http/error-handler.js';
-import { requestIdFor, requestScopedLogger, runWithRequestLog } from './http/request-context.js';
+import { requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes } from './http/routes/oauth.js';
@@ -69,7 +69,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     { level: config.logLevel, redact: { paths: REDACTED, censor: '[redacted]' } },
     deps.logStream,
   );
-  const log = requestScopedLogger(rootLogger);
   const app: App = Fastify({
     loggerInstance: rootLogger as FastifyBaseLogger,
     bodyLimit: 65_536,
@@ -84,7 +83,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
 
   const store = createStore(deps.db);
   if (!config.secretKey) {
-    log.warn(
+    rootLogger.warn(
       'SECRET_KEY is not set: code hashes are keyed, and signing keys kept, in the database alone; set it in production',
     );
   }
@@ -94,7 +93,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const { registry, metrics } = createMetrics(() => store.mfa.countEnabledMfa());
   const sms: SmsSender =
     config.sms.kind === 'twilio'
-      ? createTwilioSender(config.sms, log)
+      ? createTwilioSender(config.sms)
       : createConsoleSender(deps.consoleSmsWrite ?? ((line) => process.stderr.write(line)));
   const audit = createAuditTrail({ store, clock });
   const codes = createOneTimeCodes({
@@ -106,7 +105,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     smsText: (code) =>
       `Your ${config.serviceName} verification code is ${code}. It expires in ${config.smsLimits.codeTtlSeconds / 60} minutes.`,
     metrics,
-    log,
   });
   const keys = await createSigningKeys({
     store,
@@ -145,7 +143,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    runWithRequestLog(request.log as unknown as BaseLogger, done);
+    done();
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(

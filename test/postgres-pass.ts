@@ -24,8 +24,12 @@ const files = readdirSync('test/http')
   .filter((name) => name.endsWith('.test.ts'))
   .map((name) => `test/http/${name}`);
 console.log(`\nPostgreSQL pass (${where}): ${files.length} HTTP test files\n`);
-const run = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=4', '--test-timeout=300000', ...files], {
-  stdio: 'inherit',
-  env: { ...process.env, TEST_DATABASE: 'postgres' },
-});
+const run = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', '--test-concurrency=4', '--test-timeout=300000', ...files],
+  {
+    stdio: 'inherit',
+    env: { ...process.env, TEST_DATABASE: 'postgres' },
+  },
+);
 process.exit(run.status ?? 1);

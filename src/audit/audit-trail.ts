@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import type { BaseLogger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { SecurityEvent } from '../store/security-events.js';
 import type { Store } from '../store/store.js';
 
-/** Where a request came from, for the audit trail and the per-address login throttle. */
+/** Who is asking: where the request came from (audit trail, per-address throttle) and its logger. */
 export interface RequestContext {
   clientAddress?: string;
+  /** The request's logger: every line it writes carries the request id. */
+  log: BaseLogger;
 }
 
 export type SecurityEventType =

@@ -35,10 +35,10 @@ export function createEnrolment({ store, codes, audit, clock }: EnrolmentDeps) {
   }
 
   /** Sends an enrolment code; throws 409 `mfa_already_enabled`, 429 `sms_cooldown`, or an SMS error. */
-  async function requestSmsEnrolment(userId: string, phoneDigits: string): Promise<MfaStatus> {
+  async function requestSmsEnrolment(userId: string, phoneDigits: string, context: RequestContext): Promise<MfaStatus> {
     const phone = parsePhoneNumber(phoneDigits);
     if ((await store.mfa.findMfa(userId))?.isEnabled) throw alreadyEnabled();
-    const sent = await codes.sendCode(userId, 'enrol', phone);
+    const sent = await codes.sendCode(userId, 'enrol', phone, context.log);
     if (sent.outcome === 'cooldown') {
       throw new ServiceError(
         'sms_cooldown',

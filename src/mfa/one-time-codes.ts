@@ -25,7 +25,6 @@ export interface OneTimeCodeDeps {
   limits: SmsLimits;
   smsText: (code: string) => string;
   metrics: ServiceMetrics;
-  log: BaseLogger;
 }
 
 /** How each sender error is counted. */
@@ -38,13 +37,19 @@ const SEND_FAILURES: Partial<Record<ErrorCode, SmsOutcome>> = {
 const HOUR_MS = 3_600_000;
 
 /** SMS one-time codes: sending them within the cooldown and caps, and spending them once. */
-export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText, metrics, log }: OneTimeCodeDeps) {
+export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText, metrics }: OneTimeCodeDeps) {
   /**
    * Sends a fresh code for `purpose` to `phone` and stores it hashed, replacing the earlier one.
    * Answers `cooldown` inside the resend window; throws `sms_rate_limited` past an hourly cap,
    * `phone_number_not_allowed` outside the allowlist, or the sender's error (then nothing is kept).
+   * `log` is the asking request's logger.
    */
-  async function sendCode(userId: string, purpose: CodePurpose, phone: PhoneNumber): Promise<SendOutcome> {
+  async function sendCode(
+    userId: string,
+    purpose: CodePurpose,
+    phone: PhoneNumber,
+    log: BaseLogger,
+  ): Promise<SendOutcome> {
     const count = (outcome: SmsOutcome, seconds?: number) =>
       metrics.smsSent(purpose, phone.callingCode, outcome, seconds);
     const allowed = limits.allowedCountries;
@@ -92,7 +97,7 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
     const startedAt = performance.now();
     const elapsedSeconds = () => (performance.now() - startedAt) / 1000;
     try {
-      await sms.send({ toE164: phone.e164, body: smsText(code) });
+      await sms.send({ toE164: phone.e164, body: smsText(code) }, log);
       count('sent', elapsedSeconds());
     } catch (error) {
       count((error instanceof ServiceError && SEND_FAILURES[error.code]) || 'failed', elapsedSeconds());

@@ -22,10 +22,12 @@ export interface LoginThrottleDeps {
  * throttled exactly like known ones, so the answer reveals nothing about who exists.
  */
 export function createLoginThrottle({ store, clock, throttleKey }: LoginThrottleDeps) {
+  function usernameScope(username: string) {
+    return { scope: `user:${keyedHash(throttleKey, 'login-username', username)}`, free: FREE_FAILURES.username };
+  }
+
   function scopes(username: string, context: RequestContext) {
-    const result = [
-      { scope: `user:${keyedHash(throttleKey, 'login-username', username)}`, free: FREE_FAILURES.username },
-    ];
+    const result = [usernameScope(username)];
     if (context.clientAddress) result.push({ scope: `address:${context.clientAddress}`, free: FREE_FAILURES.address });
     return result;
   }
@@ -60,7 +62,7 @@ export function createLoginThrottle({ store, clock, throttleKey }: LoginThrottle
 
   /** A successful login clears its username's failures (not its address's: one address, many users). */
   async function recordSuccess(username: string): Promise<void> {
-    await store.loginThrottle.clearFailures(scopes(username, {})[0]?.scope ?? '');
+    await store.loginThrottle.clearFailures(usernameScope(username).scope);
   }
 
   return { checkLoginAllowed, recordFailure, recordSuccess };

@@ -116,7 +116,7 @@ export function createPasswordGrant({
       return succeed(['pwd', 'backup']);
     }
     // Inside the resend cooldown no SMS goes out; the code sent moments ago still works.
-    await codes.sendCode(user.id, 'login', parsePhoneNumber(mfa.phoneNumber));
+    await codes.sendCode(user.id, 'login', parsePhoneNumber(mfa.phoneNumber), context.log);
     await audit.record('login', 'mfa_required', { userId: user.id, context });
     return { mfaRequired: true, mfaType: 'sms' };
   }

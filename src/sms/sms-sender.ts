@@ -1,9 +1,11 @@
+import type { BaseLogger } from 'pino';
+
 /**
  * Delivers one text message. Throws ServiceError `phone_number_rejected` when the provider refuses
  * the number, `sms_unavailable` when it fails, `sms_timeout` when it does not answer in time.
  */
 export interface SmsSender {
-  send(message: { toE164: string; body: string }): Promise<void>;
+  send(message: { toE164: string; body: string }, log: BaseLogger): Promise<void>;
 }
 
 /** A phone number as logs may show it: its last four digits. */

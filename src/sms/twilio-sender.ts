@@ -1,4 +1,3 @@
-import type { BaseLogger } from 'pino';
 import type { SmsProviderConfig } from '../config.js';
 import { ServiceError } from '../errors.js';
 import { maskPhone, type SmsSender } from './sms-sender.js';
@@ -13,7 +12,7 @@ const REFUSED_NUMBER_CODES = new Set([21211, 21214, 21217, 21401, 21407, 21408, 
 type TwilioConfig = Extract<SmsProviderConfig, { kind: 'twilio' }>;
 
 /** Sends through Twilio's Messages API (POST /2010-04-01/Accounts/{sid}/Messages.json). */
-export function createTwilioSender(config: TwilioConfig, log: BaseLogger): SmsSender {
+export function createTwilioSender(config: TwilioConfig): SmsSender {
   const endpoint = `${config.apiUrl}/2010-04-01/Accounts/${encodeURIComponent(config.accountSid)}/Messages.json`;
   const authorization = `Basic ${Buffer.from(`${config.accountSid}:${config.authToken}`).toString('base64')}`;
   const sender: Record<string, string> = config.from
@@ -21,7 +20,7 @@ export function createTwilioSender(config: TwilioConfig, log: BaseLogger): SmsSe
     : { MessagingServiceSid: config.messagingServiceSid ?? '' };
 
   return {
-    async send({ toE164, body }) {
+    async send({ toE164, body }, log) {
       const to = maskPhone(toE164);
       let response: Response;
       let answer: unknown;

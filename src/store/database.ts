@@ -195,9 +195,11 @@ export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POO
     connectionTimeoutMillis: pool.connectionTimeoutMs,
     idleTimeoutMillis: 30_000,
   });
-  // An idle connection dropped by a restarting server emits 'error'; unheard, it would end the
-  // process. The pool discards that connection and opens a new one when next asked.
+  // A connection dropped by a restarting server emits 'error'; unheard, it would end the process.
+  // Idle ones report through the pool, checked-out ones through the client itself; either way the
+  // query in flight fails (answered 503) and the pool opens a new connection when next asked.
   pgPool.on('error', () => {});
+  pgPool.on('connect', (client) => client.on('error', () => {}));
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pgPool }) }), dialect: 'postgres' };
 }
 

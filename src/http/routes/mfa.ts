@@ -1,5 +1,6 @@
 import type { Enrolment } from '../../mfa/enrolment.js';
 import type { App, RequestGuard } from '../app-types.js';
+import { contextOf } from '../request-context.js';
 import { ErrorBody, MfaStatus, toMfaStatusBody } from '../schemas.js';
 
 const errors = { 401: ErrorBody, 403: ErrorBody, 409: ErrorBody };
@@ -18,7 +19,7 @@ export function mfaRoutes(
     '/mfa/',
     { schema: { response: { 204: {}, ...errors } }, onRequest: requireAccessToken },
     async (request, reply) => {
-      await enrolment.disableMfa(request.principal.userId, request.principal, { clientAddress: request.ip });
+      await enrolment.disableMfa(request.principal.userId, request.principal, contextOf(request));
       return reply.code(204).send();
     },
   );

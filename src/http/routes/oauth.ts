@@ -8,6 +8,7 @@ import type { RefreshGrant } from '../../oauth/refresh-grant.js';
 import type { Revocation } from '../../oauth/revocation.js';
 import type { App } from '../app-types.js';
 import { readClientCredentials } from '../authenticate.js';
+import { contextOf } from '../request-context.js';
 import {
   ErrorBody,
   IntrospectionResponse,
@@ -61,7 +62,7 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
         return toTokenResponseBody(
           await refreshGrant.grantWithRefreshToken(
             { clientId, refreshToken: body.refresh_token, scope: body.scope },
-            { clientAddress: request.ip },
+            contextOf(request),
           ),
         );
       }
@@ -80,7 +81,7 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
           mfaCode: body.mfa_code,
           backupCode: body.backup_code,
         },
-        { clientAddress: request.ip },
+        contextOf(request),
       );
       return 'tokens' in result
         ? toTokenResponseBody(result.tokens)

@@ -1,5 +1,6 @@
 import type { BackupCodes } from '../../mfa/backup-codes.js';
 import type { App, RequestGuard } from '../app-types.js';
+import { contextOf } from '../request-context.js';
 import { BackupCodesRemaining, BackupCodesResponse, ErrorBody } from '../schemas.js';
 
 const errors = { 401: ErrorBody, 403: ErrorBody, 409: ErrorBody };
@@ -14,9 +15,11 @@ export function recoveryRoutes(
     async (request, reply) => {
       // The codes are shown this once: no cache may keep them.
       reply.header('cache-control', 'no-store');
-      const codes = await backupCodes.regenerateBackupCodes(request.principal.userId, request.principal, {
-        clientAddress: request.ip,
-      });
+      const codes = await backupCodes.regenerateBackupCodes(
+        request.principal.userId,
+        request.principal,
+        contextOf(request),
+      );
       return { backup_codes: codes };
     },
   );

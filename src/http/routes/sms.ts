@@ -1,5 +1,6 @@
 import type { Enrolment } from '../../mfa/enrolment.js';
 import type { App, RequestGuard } from '../app-types.js';
+import { contextOf } from '../request-context.js';
 import { ErrorBody, MfaStatus, SmsRequestBody, SmsVerifyBody, toMfaStatusBody } from '../schemas.js';
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 409: ErrorBody };
@@ -18,7 +19,9 @@ export function smsRoutes(
       onRequest: requireAccessToken,
     },
     async (request) =>
-      toMfaStatusBody(await enrolment.requestSmsEnrolment(request.principal.userId, request.body.phone_number)),
+      toMfaStatusBody(
+        await enrolment.requestSmsEnrolment(request.principal.userId, request.body.phone_number, contextOf(request)),
+      ),
   );
 
   app.put(
@@ -26,9 +29,7 @@ export function smsRoutes(
     { schema: { body: SmsVerifyBody, response: { 200: MfaStatus, ...errors } }, onRequest: requireAccessToken },
     async (request) =>
       toMfaStatusBody(
-        await enrolment.confirmSmsEnrolment(request.principal.userId, request.body.mfa_code, {
-          clientAddress: request.ip,
-        }),
+        await enrolment.confirmSmsEnrolment(request.principal.userId, request.body.mfa_code, contextOf(request)),
       ),
   );
 }
