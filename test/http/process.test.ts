@@ -2,20 +2,17 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import { type AddressInfo, createServer as createNetServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { migrations } from '../../src/store/migrations/index.js';
+import { freePort, SERVICE_MAIN } from '../support/node-process.js';
 import { onPostgres } from '../support/postgres.js';
 
-// The service as `npm start` runs it: node --import tsx src/main.ts, in a directory of its own.
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
 const ADMIN_TOKEN = 'process-test-admin-token-0123456789';
 const PASSWORD = 'correct horse battery';
 const START_LIMIT_MS = 30_000;
@@ -59,23 +56,14 @@ function temporaryDirectory(): string {
   return directory;
 }
 
-/** A TCP port nobody listens on right now. */
-async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** Starts src/main.ts in `cwd` with only PATH, HOME, PORT and `env` in its environment. */
+/** Starts the service as `npm start` does, in `cwd`, with only PATH, HOME, PORT and `env` in its environment. */
 function startProcess(env: Record<string, string>, cwd = temporaryDirectory()): RunningService {
   const fullEnv: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     HOME: process.env.HOME ?? cwd,
     ...env,
   };
-  const child = spawn(process.execPath, ['--import', TSX, MAIN], { cwd, env: fullEnv, stdio: 'pipe' });
+  const child = spawn(process.execPath, [SERVICE_MAIN], { cwd, env: fullEnv, stdio: 'pipe' });
   children.add(child);
   let stdout = '';
   let stderr = '';

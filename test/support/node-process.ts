@@ -1,8 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+/** The service as `npm start` runs it: the compiled dist/main.js (`npm run build` makes it; `npm test` builds first). */
+export const SERVICE_MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+if (!existsSync(SERVICE_MAIN)) throw new Error(`${SERVICE_MAIN} is missing: run npm run build first`);
 
 /** A free TCP port on 127.0.0.1 (listen on 0, read it, close). */
 export async function freePort(): Promise<number> {
@@ -25,12 +28,12 @@ export interface ServiceProcess {
 }
 
 /**
- * Runs src/main.ts in its own process, as `npm start` does (node --import tsx), with exactly the
- * environment given (plus PATH and HOME) and a free PORT; resolves once it answers HTTP.
+ * Runs the service in its own process, as `npm start` does, with exactly the environment given
+ * (plus PATH and HOME) and a free PORT; resolves once it answers HTTP.
  */
 export async function startServiceProcess(env: Record<string, string>, cwd?: string): Promise<ServiceProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), MAIN], {
+  const child = spawn(process.execPath, [SERVICE_MAIN], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
