@@ -321,7 +321,7 @@ describe('wrong types where strings belong', () => {
     }
   });
 
-  test('credentials in the query string instead of the body get no tokens', async () => {
+  test('credentials in the query string instead of the body get no tokens, and stay out of the log', async () => {
     const query = new URLSearchParams({ grant_type: 'password', username: QUERY_USERNAME, password: QUERY_PASSWORD });
     await expectError(
       fetch(`${service.url}${TOKEN.path}?${query}`, { method: 'POST' }),
@@ -330,6 +330,7 @@ describe('wrong types where strings belong', () => {
       'query string',
       QUERY_PASSWORD,
     );
+    assert.ok(!service.log().includes(QUERY_PASSWORD), 'the log holds a password sent in the URL');
   });
 });
 
@@ -504,15 +505,7 @@ describe('after all of the above', () => {
     assert.equal(created.username, 'bad-input-created');
   });
 
-  test('a password or token sent in the query string is not written to the log', async () => {
-    const query = new URLSearchParams({ grant_type: 'password', username: QUERY_USERNAME, password: QUERY_PASSWORD });
-    await expectError(
-      fetch(`${service.url}${TOKEN.path}?${query}`, { method: 'POST' }),
-      400,
-      'invalid_request',
-      'query string',
-      QUERY_PASSWORD,
-    );
+  test('an access token sent in the query string is not written to the log', async () => {
     const token = await service.accessToken(QUERY_USERNAME, QUERY_PASSWORD);
     await fetch(`${service.url}/mfa/?access_token=${token}`).then((response) => response.arrayBuffer());
     const log = service.log();
