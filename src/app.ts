@@ -146,22 +146,19 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     done();
   });
   app.addHook('onResponse', async (request, reply) => {
+    // The route, not the URL: a URL may carry a password or token in its query string, or a phone
+    // number in a path that matches no route.
+    const route = request.routeOptions.url ?? 'unmatched';
     request.log.info(
       {
         method: request.method,
-        // The path only: a query string may carry a password or a token sent where it does not belong.
-        path: request.url.split('?', 1)[0],
+        route,
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,
       },
       'request served',
     );
-    metrics.requestServed(
-      request.routeOptions.url ?? 'unmatched',
-      request.method,
-      reply.statusCode,
-      reply.elapsedTime / 1000,
-    );
+    metrics.requestServed(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
   });
   await app.register(swagger, {
     openapi: {

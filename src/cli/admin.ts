@@ -20,6 +20,8 @@ interface Command {
   help: string;
   /** How many positional arguments it takes. */
   arity: number;
+  /** Printed with the usage line when the arguments are wrong. */
+  argumentHint?: string;
   run(args: string[], services: Services): Promise<void>;
 }
 
@@ -41,8 +43,9 @@ const COMMANDS: Record<string, Command> = {
     summary: 'create a user; the password is read from standard input',
     help: 'The password is the first line of standard input (never an argument, which would show in\nthe process list and the shell history):\n  printf "%s" "$PASSWORD" | npm run admin -- create-user alice',
     arity: 1,
+    argumentHint: 'The password is read from standard input, never from an argument or an option.',
     async run([username = ''], { accounts }) {
-      const password = (await readStandardInput()).replace(/\r?\n$/, '');
+      const password = firstLine(await readStandardInput());
       const user = await accounts.createUser(username, password);
       print(`created user ${user.username} (${user.id})`);
     },
@@ -118,6 +121,11 @@ function print(text: string) {
   process.stdout.write(`${text}\n`);
 }
 
+/** The first line, without its line ending: what the help promises `create-user` reads. */
+function firstLine(text: string): string {
+  return text.split(/\r?\n/, 1)[0] ?? '';
+}
+
 async function readStandardInput(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('password (input is shown; prefer a pipe): ');
   let text = '';
@@ -129,12 +137,17 @@ async function readStandardInput(): Promise<string> {
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
+  const { positionals, values, tokens } = parseArgs({
     args: argv,
     allowPositionals: true,
     strict: false,
+    tokens: true,
     options: { help: { type: 'boolean', short: 'h' } },
   });
+  // Not strict, so that a command's --help works whatever else was typed; any other option is an error.
+  const unknownOptions = tokens.flatMap((token) =>
+    token.kind === 'option' && token.name !== 'help' ? [token.rawName] : [],
+  );
   const [name, ...args] = positionals;
   if (name === undefined) {
     print(mainHelp());
@@ -149,8 +162,13 @@ async function main(argv: string[]): Promise<number> {
     print(`usage: npm run admin -- ${command.usage}\n\n${command.summary}.\n${command.help}`);
     return EXIT.ok;
   }
-  if (args.length !== command.arity) {
-    process.stderr.write(`usage: npm run admin -- ${command.usage}\n`);
+  if (unknownOptions.length > 0 || args.length !== command.arity) {
+    const problem =
+      unknownOptions.length > 0
+        ? `unknown option ${unknownOptions.join(', ')}`
+        : `${name} takes ${command.arity} argument${command.arity === 1 ? '' : 's'}, not ${args.length}`;
+    const hint = command.argumentHint ? `${command.argumentHint}\n` : '';
+    process.stderr.write(`error: ${problem}\nusage: npm run admin -- ${command.usage}\n${hint}`);
     return EXIT.usage;
   }
 

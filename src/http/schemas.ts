@@ -79,7 +79,10 @@ export const CreateUserBody = Type.Object({
 
 export const CreatedUser = Type.Object({ id: Type.String(), username: Type.String() });
 
-export const CreateClientBody = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) });
+// No NUL in a name: PostgreSQL text cannot store one, so both dialects refuse it alike.
+export const CreateClientBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]+$' }),
+});
 
 export const CreatedClient = Type.Object({ client_id: Type.String(), client_secret: Type.String() });
 
@@ -105,6 +108,41 @@ export const SecurityEvents = Type.Object({
 });
 
 export const HealthStatus = Type.Object({ status: Type.String() });
+
+/** RFC 8414 §2 authorization server metadata; open, so that a field added to the route is never dropped. */
+export const AuthorizationServerMetadata = Type.Object(
+  {
+    issuer: Type.String(),
+    token_endpoint: Type.String(),
+    jwks_uri: Type.String(),
+    revocation_endpoint: Type.String(),
+    introspection_endpoint: Type.String(),
+    grant_types_supported: Type.Array(Type.String()),
+    response_types_supported: Type.Array(Type.String()),
+    token_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    revocation_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    introspection_endpoint_auth_methods_supported: Type.Array(Type.String()),
+  },
+  { additionalProperties: true },
+);
+
+/**
+ * RFC 7517 §5 JWK set. Closed on purpose: the serializer writes only public members, so a private
+ * one (`d`) could never reach the answer even if a key object carried it.
+ */
+export const JsonWebKeySet = Type.Object({
+  keys: Type.Array(
+    Type.Object({
+      kty: Type.Optional(Type.String()),
+      crv: Type.Optional(Type.String()),
+      x: Type.Optional(Type.String()),
+      y: Type.Optional(Type.String()),
+      kid: Type.Optional(Type.String()),
+      alg: Type.Optional(Type.String()),
+      use: Type.Optional(Type.String()),
+    }),
+  ),
+});
 
 export const SigningKeyCreated = Type.Object({ kid: Type.String() });
 

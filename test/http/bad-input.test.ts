@@ -505,10 +505,13 @@ describe('after all of the above', () => {
     assert.equal(created.username, 'bad-input-created');
   });
 
-  test('an access token sent in the query string is not written to the log', async () => {
+  test('an access token in a query string, or a phone number in an unknown path, is not written to the log', async () => {
     const token = await service.accessToken(QUERY_USERNAME, QUERY_PASSWORD);
     await fetch(`${service.url}/mfa/?access_token=${token}`).then((response) => response.arrayBuffer());
+    const phone = nextPhone();
+    await expectError(fetch(`${service.url}/mfa/sms/${phone}/`), 404, 'not_found', 'phone number in a path');
     const log = service.log();
+    assert.ok(!log.includes(phone), 'the log holds a phone number sent in the URL');
     assert.ok(!log.includes(QUERY_PASSWORD), 'the log holds a password sent in the URL');
     assert.ok(!log.includes(token), 'the log holds an access token sent in the URL');
   });

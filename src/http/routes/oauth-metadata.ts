@@ -1,5 +1,6 @@
 import type { SigningKeys } from '../../oauth/signing-keys.js';
 import type { App } from '../app-types.js';
+import { AuthorizationServerMetadata, JsonWebKeySet } from '../schemas.js';
 import { INTROSPECTION_PATH, REVOCATION_PATH, TOKEN_PATH } from './oauth.js';
 
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -21,12 +22,16 @@ export function oauthMetadataRoutes(app: App, { issuer, keys }: { issuer: string
     introspection_endpoint_auth_methods_supported: authMethods,
   };
 
-  app.get('/.well-known/oauth-authorization-server', async (_request, reply) => {
-    reply.header('cache-control', 'public, max-age=3600');
-    return metadata;
-  });
+  app.get(
+    '/.well-known/oauth-authorization-server',
+    { schema: { response: { 200: AuthorizationServerMetadata } } },
+    async (_request, reply) => {
+      reply.header('cache-control', 'public, max-age=3600');
+      return metadata;
+    },
+  );
 
-  app.get(JWKS_PATH, async (_request, reply) => {
+  app.get(JWKS_PATH, { schema: { response: { 200: JsonWebKeySet } } }, async (_request, reply) => {
     // Short, so that a rotated key reaches verifiers well before tokens signed with it are common.
     reply.header('cache-control', 'public, max-age=60');
     return keys.publishedKeys();

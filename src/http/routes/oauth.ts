@@ -32,6 +32,8 @@ export const REVOCATION_PATH = '/mfa/oauth2/revoke/';
 export const INTROSPECTION_PATH = '/mfa/oauth2/introspect/';
 
 const errors = { 400: ErrorBody, 401: ErrorBody };
+/** For the OpenAPI document: RFC 6749 §4.3.2 and RFC 7009/7662 bodies are forms; JSON is accepted too. */
+const consumes = ['application/x-www-form-urlencoded', 'application/json'];
 
 /** The OAuth endpoints, in their own scope: only they accept form bodies (RFC 6749 §4.3.2). */
 export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
@@ -48,6 +50,7 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
     TOKEN_PATH,
     {
       schema: {
+        consumes,
         body: TokenRequestBody,
         response: { 200: Type.Union([TokenResponse, MfaRequiredResponse]), ...errors },
       },
@@ -91,7 +94,7 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
 
   app.post(
     REVOCATION_PATH,
-    { schema: { body: TokenBody, response: { 200: {}, ...errors } } },
+    { schema: { consumes, body: TokenBody, response: { 200: {}, ...errors } } },
     async (request, reply) => {
       const clientId = await clients.authenticateClient(readClientCredentials(request, request.body));
       await revocation.revokeToken(clientId, request.body.token);
@@ -101,7 +104,7 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
 
   app.post(
     INTROSPECTION_PATH,
-    { schema: { body: TokenBody, response: { 200: IntrospectionResponse, ...errors } } },
+    { schema: { consumes, body: TokenBody, response: { 200: IntrospectionResponse, ...errors } } },
     async (request) => {
       const clientId = await clients.authenticateClient(readClientCredentials(request, request.body));
       if (clientId === PUBLIC_CLIENT_ID) {
