@@ -18,11 +18,14 @@ export function createClients({ store, clock }: { store: Store; clock: Clock }) 
   }
 
   /**
-   * The authenticated client id, or PUBLIC_CLIENT_ID when no credentials were given.
+   * The authenticated client id, or PUBLIC_CLIENT_ID when no credentials were given (or only
+   * `client_id=public`).
    * Throws `invalid_client` for an unknown client, a wrong secret, or an id without its secret.
    */
   async function authenticateClient(credentials?: { clientId: string; clientSecret?: string }): Promise<string> {
     if (!credentials) return PUBLIC_CLIENT_ID;
+    // RFC 6749 §3.2.1: an unauthenticated client may still name itself (auth method "none").
+    if (credentials.clientId === PUBLIC_CLIENT_ID && credentials.clientSecret === undefined) return PUBLIC_CLIENT_ID;
     const client = await store.clients.findClient(credentials.clientId);
     // Hash the presented secret even for an unknown client, so both answers cost the same.
     const presentedHash = sha256(credentials.clientSecret ?? '');

@@ -43,6 +43,8 @@ export function createIntrospection({ store, accessTokens, clock, issuer }: Intr
         scope: refresh.scope,
         iat: Math.floor(refresh.createdAt.getTime() / 1000),
         exp: Math.floor(refresh.expiresAt.getTime() / 1000),
+        // The contract's active answer names a jti for every token: a refresh token's is its row id.
+        jti: refresh.id,
         amr: refresh.amr,
         auth_time: refresh.authTime,
         iss: issuer,

@@ -33,13 +33,16 @@ export function createRefreshGrant({ store, tokens, audit, clock, accessTokenTtl
     if (stored.revokedAt) throw new ServiceError('invalid_grant', 'the refresh token has been revoked');
     if (stored.expiresAt <= now) throw new ServiceError('invalid_grant', 'the refresh token has expired');
     const scope = narrowScope(stored.scope, request.scope);
-    // The conditional update settles races: of several requests with one token, one spends it.
-    if (!(await store.refreshTokens.spendRefreshToken(stored.id, now))) {
+    const reuse = async () => {
       await revokeLogin(stored.familyId, now);
       await audit.record('refresh_token_reuse', 'login_revoked', { userId: stored.userId, context });
-      throw new ServiceError('invalid_grant', 'the refresh token was already used; the login is revoked');
-    }
-    return tokens.issueTokens({
+      return new ServiceError('invalid_grant', 'the refresh token was already used; the login is revoked');
+    };
+    if (stored.usedAt) throw await reuse();
+    // The new tokens are stored before the old one is spent, so that whoever revokes the login
+    // after seeing it spent (a reuse racing this refresh, or RFC 7009 revocation) revokes them too.
+    // Spent first, a revocation could run between the spend and the insert and miss them.
+    const issued = await tokens.issueTokens({
       userId: stored.userId,
       clientId: stored.clientId,
       scope,
@@ -47,6 +50,9 @@ export function createRefreshGrant({ store, tokens, audit, clock, accessTokenTtl
       authTime: stored.authTime,
       sessionId: stored.familyId,
     });
+    // The conditional update settles races: of several requests with one token, one spends it.
+    if (!(await store.refreshTokens.spendRefreshToken(stored.id, now))) throw await reuse();
+    return issued;
   }
 
   /** Revokes every refresh token of the login and refuses its access tokens from now on. */
