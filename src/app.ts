@@ -1,6 +1,7 @@
+import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyReply, LogController } from 'fastify';
 import type { Kysely } from 'kysely';
 import pino, { type DestinationStream } from 'pino';
 import { createAuditTrail } from './audit/audit-trail.js';
@@ -79,6 +80,32 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     genReqId: requestIdFor,
     // One line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
+    // What the router refuses before any route or hook runs (a path parameter over 100 characters, or
+    // one that does not decode): the contract's body, never Fastify's, which repeats the path.
+    frameworkErrors: (error, request, reply: FastifyReply) => {
+      request.log.info({ error: error.code }, 'request refused: bad URL');
+      const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
+      reply.code(status).send({ error: 'invalid_request', error_description: 'the URL is malformed or too long' });
+    },
+    // HTTP that Node cannot parse is answered on the socket, in the contract's shape too.
+    clientErrorHandler: (error, socket) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ECONNRESET' || socket.destroyed) return;
+      const [status, description] =
+        code === 'HPE_HEADER_OVERFLOW'
+          ? [431, 'the request headers are too large']
+          : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+            ? [408, 'the request took too long to arrive']
+            : [400, 'the request is not valid HTTP'];
+      const body = JSON.stringify({ error: 'invalid_request', error_description: description });
+      if (socket.writable) {
+        socket.write(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      }
+      socket.destroy(error);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const store = createStore(deps.db);

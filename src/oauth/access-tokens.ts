@@ -86,6 +86,7 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
 
   async function verifySignature(token: string): Promise<VerifiedAccessToken> {
     try {
+      if (!isCanonicalCompactJws(token)) throw new Error('not a canonical compact JWS');
       const { payload } = await jwtVerify(
         token,
         async (header) => {
@@ -134,6 +135,22 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
   }
 
   return { issueAccessToken, verifyAccessToken, verifySignedToken };
+}
+
+/**
+ * RFC 7515 §7.1: three base64url segments without padding. The decoder jose uses also takes `==`
+ * padding and ignores the spare low bits of a segment's last character, so without this check one
+ * signature has many spellings and an altered token string still verifies.
+ */
+function isCanonicalCompactJws(token: string): boolean {
+  const segments = token.split('.');
+  return (
+    segments.length === 3 &&
+    segments.every(
+      (segment) =>
+        /^[A-Za-z0-9_-]+$/.test(segment) && Buffer.from(segment, 'base64url').toString('base64url') === segment,
+    )
+  );
 }
 
 export type AccessTokens = ReturnType<typeof createAccessTokens>;

@@ -15,6 +15,8 @@ export async function insertClient(db: Executor, client: OAuthClient, now: Date)
 
 /** The client with this id, or undefined. */
 export async function findClient(db: Executor, id: string): Promise<OAuthClient | undefined> {
+  // PostgreSQL text cannot hold NUL and refuses to compare with it; no row has one on either dialect.
+  if (id.includes('\0')) return undefined;
   const row = await db
     .selectFrom('oauth_client')
     .select(['id', 'name', 'secret_hash'])

@@ -19,6 +19,8 @@ export async function insertUser(db: Executor, user: User, now: Date): Promise<b
 
 /** The user with this username, or undefined. */
 export async function findUserByUsername(db: Executor, username: string): Promise<User | undefined> {
+  // PostgreSQL text cannot hold NUL and refuses to compare with it; no row has one on either dialect.
+  if (username.includes('\0')) return undefined;
   const row = await db
     .selectFrom('user')
     .select(['id', 'username', 'password_hash'])
@@ -29,6 +31,7 @@ export async function findUserByUsername(db: Executor, username: string): Promis
 
 /** True when a user with this id exists. */
 export async function userExists(db: Executor, id: string): Promise<boolean> {
+  if (id.includes('\0')) return false; // as in findUserByUsername
   const row = await db.selectFrom('user').select('id').where('id', '=', id).executeTakeFirst();
   return row !== undefined;
 }

@@ -6,14 +6,14 @@ import { basename, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import argon2 from 'argon2';
 import SQLite from 'better-sqlite3';
-import { onPostgres } from '../support/postgres.js';
+import pg from 'pg';
+import { onPostgres, POSTGRES_URL } from '../support/postgres.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
 const USERNAME = 'secrets-at-rest';
 const PASSWORD = `pw-${randomBytes(12).toString('hex')}`;
 const TWILIO_AUTH_TOKEN = `twilio-token-${randomBytes(12).toString('hex')}`;
 const PHONE = nextPhone();
-const SQLITE_ONLY = onPostgres && 'reads the SQLite files: runs in the SQLite pass';
 
 /** Every secret the flow below handled, by what it is, for the failure messages. */
 const secrets: { what: string; value: string }[] = [];
@@ -61,8 +61,9 @@ function tokenRequest(form: Record<string, string>, headers: Record<string, stri
 /**
  * The whole life of a user, through the real service: the admin makes the user and a confidential
  * client; the user logs in, enrols a phone (after a wrong code), logs in with SMS codes (after a wrong
- * one), through the client with Basic and with a form post, makes and uses backup codes, refreshes,
- * and gets a few requests carrying secrets refused.
+ * one), makes and uses backup codes, refreshes and revokes refresh tokens as a public client, logs in
+ * through the confidential client with Basic and with a form post, refreshes, introspects and revokes
+ * there, and gets a few requests carrying secrets (a wrong password among them) refused.
  */
 before(async () => {
   service = await startService({ env: { TWILIO_AUTH_TOKEN } });
@@ -118,7 +119,28 @@ before(async () => {
     keep('wrong backup code', wrongBackupCode);
     await expectStatus(service.login(USERNAME, PASSWORD, { backup_code: wrongBackupCode }), 400);
   }
-  keepTokens(await expectStatus(service.login(USERNAME, PASSWORD, { backup_code: backupCodes[1] }), 200), 'backup');
+  const backup = keepTokens(
+    await expectStatus(service.login(USERNAME, PASSWORD, { backup_code: backupCodes[1] }), 200),
+    'backup',
+  );
+
+  // A public client refreshes the SMS login, then revokes the new refresh token (RFC 7009, no client
+  // credentials) and the backup login's: both are dead afterwards.
+  const publicRefresh = keepTokens(
+    await expectStatus(tokenRequest({ grant_type: 'refresh_token', refresh_token: strong.refresh }), 200),
+    'public refresh',
+  );
+  for (const refresh of [publicRefresh.refresh, backup.refresh]) {
+    await expectStatus(
+      service.call('/mfa/oauth2/revoke/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: refresh, token_type_hint: 'refresh_token' }).toString(),
+      }),
+      200,
+    );
+    await expectStatus(tokenRequest({ grant_type: 'refresh_token', refresh_token: refresh }), 400);
+  }
 
   // The password grant through the confidential client: Basic for the SMS request, a form post for the code.
   service.clock.advance(31);
@@ -167,7 +189,10 @@ before(async () => {
     400,
   );
 
-  // Refused requests carrying secrets: a wrong client secret, a broken JSON body, a wrong admin token.
+  // Refused requests carrying secrets: a wrong password, a wrong client secret, a broken JSON body, a wrong
+  // admin token.
+  const wrongPassword = keep('wrong password', `wrong-${randomBytes(12).toString('hex')}`);
+  await expectStatus(service.login(USERNAME, wrongPassword), 400);
   await expectStatus(
     tokenRequest({ ...credentials, client_id: client.client_id, client_secret: `${clientSecret}x` }),
     401,
@@ -268,6 +293,40 @@ async function storedPasswordHash(): Promise<string | undefined> {
   return users.find((user) => user.username === USERNAME)?.password_hash;
 }
 
+/**
+ * The on-disk bytes of every relation in the service's schema (tables with their dead rows, indexes,
+ * TOAST tables), after a CHECKPOINT has written shared buffers out. Reading server files takes a
+ * superuser (or pg_checkpoint and pg_read_server_files), as the local test server's postgres is.
+ */
+async function postgresRelationFiles(): Promise<{ name: string; bytes: Buffer }[]> {
+  const options = new URL(service.config.databaseUrl).searchParams.get('options') ?? '';
+  const schema = /search_path=(\w+)/.exec(options)?.[1];
+  assert.ok(schema, `no schema in ${options}`);
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query('checkpoint');
+    const relations = await client.query<{ name: string; path: string }>(
+      `select c.relname as name, pg_relation_filepath(c.oid) as path
+         from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where n.nspname = $1 and c.relkind in ('r', 'i')
+       union all
+       select t.relname, pg_relation_filepath(t.oid)
+         from pg_class c join pg_namespace n on n.oid = c.relnamespace join pg_class t on t.oid = c.reltoastrelid
+        where n.nspname = $1`,
+      [schema],
+    );
+    const files: { name: string; bytes: Buffer }[] = [];
+    for (const { name, path } of relations.rows) {
+      const read = await client.query<{ bytes: Buffer }>('select pg_read_binary_file($1) as bytes', [path]);
+      files.push({ name, bytes: read.rows[0]?.bytes ?? Buffer.alloc(0) });
+    }
+    return files;
+  } finally {
+    await client.end();
+  }
+}
+
 describe('secrets at rest', () => {
   test('passwords are stored as Argon2id hashes with at least m=19456, t=2, p=1', async () => {
     const hash = await storedPasswordHash();
@@ -292,16 +351,6 @@ describe('secrets at rest', () => {
     assert.deepEqual([...longSecretsIn(Buffer.from(dump, 'utf8')), ...codesInDatabase(dump)], []);
   });
 
-  test('the SQLite files, read while the service runs, hold none of them', { skip: SQLITE_ONLY }, () => {
-    const files = sqliteFiles(service.dbPath);
-    assert.ok(files.includes(service.dbPath) && files.includes(`${service.dbPath}-wal`), `files: ${files}`);
-    const all = Buffer.concat(files.map((file) => readFileSync(file)));
-    // The search sees the data, deleted and replaced rows included.
-    assert.ok(all.includes(Buffer.from(USERNAME)), 'the username is in the files');
-    assert.ok(all.includes(Buffer.from(PHONE)), 'the enrolled phone number is in the files');
-    for (const file of files) assert.deepEqual(secretsInDatabaseFile(file), [], `in ${basename(file)}`);
-  });
-
   test('the log holds no secret and no full phone number, only its last 4 digits', () => {
     const log = service.log();
     assert.ok(log.length > 0, 'something was logged');
@@ -311,21 +360,47 @@ describe('secrets at rest', () => {
     assert.ok(log.includes(`…${PHONE.slice(-4)}`), `the log shows the phone as …${PHONE.slice(-4)}`);
   });
 
-  test('after shutdown the SQLite files still hold none of them', { skip: SQLITE_ONLY }, async () => {
-    const links = mkdtempSync(join(tmpdir(), 'mfa-secrets-at-rest-'));
-    linkDir = links;
-    const linked = sqliteFiles(service.dbPath).map((file) => {
-      const link = join(links, basename(file));
-      linkSync(file, link);
-      return link;
+  // Each dialect's own files, read as bytes: SQLite's main file and -wal while running and after shutdown;
+  // PostgreSQL's relation files.
+  if (onPostgres) {
+    test('the PostgreSQL files of every table, index and TOAST table, read after a checkpoint, hold none of them', async () => {
+      const files = await postgresRelationFiles();
+      assert.ok(files.length >= 13, `${files.length} relation files`);
+      const all = Buffer.concat(files.map(({ bytes }) => bytes));
+      // The search sees the data: the checkpoint wrote it, and these are the service's files.
+      assert.ok(all.includes(Buffer.from(USERNAME)), 'the username is in the files');
+      assert.ok(all.includes(Buffer.from(PHONE)), 'the enrolled phone number is in the files');
+      for (const { name, bytes } of files) {
+        assert.deepEqual([...longSecretsIn(bytes), ...codesInDatabase(bytes.toString('latin1'))], [], `in ${name}`);
+      }
     });
-    closed = true;
-    await service.close();
-    assert.ok(!existsSync(service.dbPath), 'close() removed the service directory');
-    const main = readFileSync(join(links, basename(service.dbPath)));
-    assert.ok(main.includes(Buffer.from(USERNAME)), 'the checkpointed file holds the data');
-    for (const link of linked) {
-      assert.deepEqual(secretsInDatabaseFile(link), [], `in ${basename(link)} after close`);
-    }
-  });
+  } else {
+    test('the SQLite files, read while the service runs, hold none of them', () => {
+      const files = sqliteFiles(service.dbPath);
+      assert.ok(files.includes(service.dbPath) && files.includes(`${service.dbPath}-wal`), `files: ${files}`);
+      const all = Buffer.concat(files.map((file) => readFileSync(file)));
+      // The search sees the data, deleted and replaced rows included.
+      assert.ok(all.includes(Buffer.from(USERNAME)), 'the username is in the files');
+      assert.ok(all.includes(Buffer.from(PHONE)), 'the enrolled phone number is in the files');
+      for (const file of files) assert.deepEqual(secretsInDatabaseFile(file), [], `in ${basename(file)}`);
+    });
+
+    test('after shutdown the SQLite files still hold none of them', async () => {
+      const links = mkdtempSync(join(tmpdir(), 'mfa-secrets-at-rest-'));
+      linkDir = links;
+      const linked = sqliteFiles(service.dbPath).map((file) => {
+        const link = join(links, basename(file));
+        linkSync(file, link);
+        return link;
+      });
+      closed = true;
+      await service.close();
+      assert.ok(!existsSync(service.dbPath), 'close() removed the service directory');
+      const main = readFileSync(join(links, basename(service.dbPath)));
+      assert.ok(main.includes(Buffer.from(USERNAME)), 'the checkpointed file holds the data');
+      for (const link of linked) {
+        assert.deepEqual(secretsInDatabaseFile(link), [], `in ${basename(link)} after close`);
+      }
+    });
+  }
 });
