@@ -37,8 +37,7 @@ export async function createSigningKeys({ store, clock, secretKey, accessTokenTt
     if (active && now - active.checkedAt < ACTIVE_KEY_CACHE_MS) return active;
     let newest = await store.signingKeys.findNewestSigningKey();
     if (!newest) {
-      await store.signingKeys.insertSigningKey(await generateSigningKey(clock.now(), sealingKey));
-      // Nodes starting together may each insert one; all then pick the same newest.
+      await storeFirstKey();
       newest = await store.signingKeys.findNewestSigningKey();
       if (!newest) throw new Error('no signing key could be stored');
     }
@@ -48,6 +47,20 @@ export async function createSigningKeys({ store, clock, secretKey, accessTokenTt
     }
     active.checkedAt = now;
     return active;
+  }
+
+  /**
+   * Nodes starting together on an empty database race to make the first key. The first candidate
+   * stored under one name wins (a primary key settles it), and every node inserts that same key,
+   * which its kid lets in once: one key, whoever finishes first. The record holds the private key
+   * exactly as the signing_key table does (sealed when SECRET_KEY is set).
+   */
+  async function storeFirstKey(): Promise<void> {
+    const candidate = await generateSigningKey(clock.now(), sealingKey);
+    const first = JSON.parse(
+      await store.secrets.findOrCreateSecret('first-signing-key', JSON.stringify(candidate), clock.now()),
+    ) as StoredSigningKey;
+    await store.signingKeys.insertSigningKey({ ...first, createdAt: new Date(first.createdAt) });
   }
 
   /** The public key for `kid`, from the database when another node made it; undefined if unknown. */
