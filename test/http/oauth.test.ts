@@ -567,6 +567,7 @@ describe('token endpoint answers are never cached', () => {
           headers: { 'content-type': 'text/plain' },
         }),
       ],
+      ['wrong method', 405, await service.call(TOKEN_PATH)],
     ];
     for (const [name, status, response] of answers) {
       assert.equal(response.status, status, `${name}: ${await response.text()}`);
