@@ -76,6 +76,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     // Strings stay strings: a JSON number where a phone number belongs is a 400, not "coerced".
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: true },
+    // X-Forwarded-For is believed only from the load balancers named in TRUST_PROXY.
+    trustProxy: config.trustedProxies ? [...config.trustedProxies] : false,
     requestIdHeader: false,
     genReqId: requestIdFor,
     // One line per request (in onResponse below) instead of Fastify's two.

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { isSupportedCountry } from 'libphonenumber-js';
 
 export type SmsProviderConfig =
@@ -33,6 +34,11 @@ export interface Config {
   secretKey?: string;
   isProduction: boolean;
   logLevel: string;
+  /**
+   * Addresses or CIDR ranges of the load balancers in front: requests from them have their client
+   * address taken from X-Forwarded-For. Undefined: the peer's address is the client's.
+   */
+  trustedProxies?: readonly string[];
 }
 
 export interface SmsLimits {
@@ -132,6 +138,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretKey,
     isProduction,
     logLevel,
+    trustedProxies: loadTrustedProxies(value('TRUST_PROXY')),
   };
   return deepFreeze(config);
 }
@@ -161,6 +168,21 @@ function loadSmsProvider(value: (name: string) => string | undefined, isProducti
     throw new ConfigError(`TWILIO_API_URL must be an http(s) URL, got "${apiUrl}"`);
   }
   return { kind, accountSid, authToken, from, messagingServiceSid, apiUrl, timeoutMs: TWILIO_TIMEOUT_MS };
+}
+
+function loadTrustedProxies(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const [address = '', prefix, extra] = entry.split('/');
+    const version = isIP(address);
+    const prefixOk =
+      prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 6 ? 128 : 32));
+    if (version === 0 || !prefixOk || extra !== undefined) {
+      throw new ConfigError(`TRUST_PROXY must be comma-separated IP addresses or CIDR ranges, got "${entry}"`);
+    }
+  }
+  return entries;
 }
 
 function loadAllowedCountries(raw: string | undefined): string[] | undefined {

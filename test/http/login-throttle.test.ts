@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
-import { expectStatus, type Service, startService } from '../support/service.js';
+import { ADMIN_TOKEN, expectStatus, type Service, startService } from '../support/service.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -86,5 +86,54 @@ describe('login throttling', () => {
     }
     assert.deepEqual(statuses.slice(0, 21), Array(21).fill(400));
     assert.equal(statuses[21], 429);
+  });
+});
+
+/** 21 wrong passwords for as many usernames, each sent with `forwardedFor` as X-Forwarded-For. */
+async function spray(service: Service, forwardedFor: (attempt: number) => string) {
+  for (let attempt = 0; attempt < 21; attempt++) {
+    const response = await service.call('/mfa/oauth2/token/', {
+      method: 'POST',
+      headers: { 'x-forwarded-for': forwardedFor(attempt) },
+      body: { grant_type: 'password', username: `spray-${attempt}`, password: 'wrong' },
+    });
+    assert.equal(response.status, 400);
+    await response.body?.cancel();
+  }
+}
+
+function loginFrom(service: Service, forwardedFor: string) {
+  return service.call('/mfa/oauth2/token/', {
+    method: 'POST',
+    headers: { 'x-forwarded-for': forwardedFor },
+    body: { grant_type: 'password', username: 'someone-else', password: PASSWORD },
+  });
+}
+
+describe('client addresses behind a load balancer', () => {
+  test('without TRUST_PROXY, X-Forwarded-For is ignored: a client cannot dodge the address limit by forging it', async () => {
+    await spray(service, (attempt) => `198.51.100.${attempt + 1}`);
+    assert.equal((await expectStatus(loginFrom(service, '198.51.100.200'), 429)).error, 'login_throttled');
+  });
+
+  test('with TRUST_PROXY naming the balancer, each client behind it has an address limit of its own', async () => {
+    const behindBalancer = await startService({ env: { TRUST_PROXY: '127.0.0.1/32,::1' } });
+    try {
+      const userId = await behindBalancer.createUser('someone-else', PASSWORD);
+      await spray(behindBalancer, () => '203.0.113.7');
+      assert.equal((await expectStatus(loginFrom(behindBalancer, '203.0.113.7'), 429)).error, 'login_throttled');
+      // Another client behind the same balancer is not held back by the first one's failures.
+      await expectStatus(loginFrom(behindBalancer, '203.0.113.8'), 200);
+      const events = await expectStatus(
+        behindBalancer.call(`/admin/users/${userId}/events`, { token: ADMIN_TOKEN }),
+        200,
+      );
+      assert.ok(
+        JSON.stringify(events).includes('203.0.113.8'),
+        'the audit trail records the client behind the balancer',
+      );
+    } finally {
+      await behindBalancer.close();
+    }
   });
 });

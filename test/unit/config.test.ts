@@ -33,6 +33,7 @@ describe('loadConfig defaults', () => {
     assert.equal(config.adminToken, undefined, 'no admin token: the admin API answers 401 to everyone');
     assert.equal(config.secretKey, undefined);
     assert.equal(config.isProduction, false);
+    assert.equal(config.trustedProxies, undefined, 'X-Forwarded-For is believed from nobody');
     assert.equal(config.logLevel, 'info');
   });
 
@@ -106,6 +107,11 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ ISSUER: 'https://auth.example.com/?tenant=1' }, 'ISSUER'],
     [{ ISSUER: 'https://auth.example.com/#top' }, 'ISSUER'],
     [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL'],
+    [{ TRUST_PROXY: 'true' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY: '1' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY: '10.0.0.1,,10.0.0.2' }, 'TRUST_PROXY'],
+    [{ TRUST_PROXY: 'lb.internal' }, 'TRUST_PROXY'],
     [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
     [{ SECRET_KEY: 'k'.repeat(31) }, 'SECRET_KEY'],
     [{ ACCESS_TOKEN_TTL: '0' }, 'ACCESS_TOKEN_TTL'],
