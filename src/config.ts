@@ -176,8 +176,7 @@ function loadTrustedProxies(raw: string | undefined): string[] | undefined {
   for (const entry of entries) {
     const [address = '', prefix, extra] = entry.split('/');
     const version = isIP(address);
-    const prefixOk =
-      prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 6 ? 128 : 32));
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 6 ? 128 : 32));
     if (version === 0 || !prefixOk || extra !== undefined) {
       throw new ConfigError(`TRUST_PROXY must be comma-separated IP addresses or CIDR ranges, got "${entry}"`);
     }
