@@ -8,6 +8,7 @@ import { createAuditTrail } from './audit/audit-trail.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { deriveKey, randomToken } from './crypto/secrets.js';
+import { ServiceError } from './errors.js';
 import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
 import { registerErrorHandling } from './http/error-handler.js';
@@ -76,6 +77,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     // Strings stay strings: a JSON number where a phone number belongs is a 400, not "coerced".
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: true },
+    // Node would refuse an HTTP/1.1 request without Host itself, with an empty body; the onRequest
+    // hook below refuses it in the contract's shape instead.
+    http: { requireHostHeader: false },
     // X-Forwarded-For is believed only from the load balancers named in TRUST_PROXY.
     trustProxy: config.trustedProxies ? [...config.trustedProxies] : false,
     requestIdHeader: false,
@@ -172,7 +176,24 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+      done(new ServiceError('invalid_request', 'an HTTP/1.1 request needs a Host header'));
+      return;
+    }
     done();
+  });
+  // An Expect other than 100-continue (RFC 9110 §10.1.1): 417, with an error body like any other.
+  app.server.on('checkExpectation', (_request, response) => {
+    const body = JSON.stringify({
+      error: 'invalid_request',
+      error_description: 'only Expect: 100-continue is understood',
+    });
+    response.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      connection: 'close',
+    });
+    response.end(body);
   });
   app.addHook('onResponse', async (request, reply) => {
     // The route, not the URL: a URL may carry a password or token in its query string, or a phone

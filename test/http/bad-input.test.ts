@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
@@ -476,6 +477,43 @@ describe('routes and methods', () => {
       assert.ok(!allow.includes(method), `${context}: Allow "${allow}" names the refused method`);
       await expectError(Promise.resolve(response), 405, 'method_not_allowed', context);
     }
+  });
+});
+
+describe('HTTP framing', () => {
+  /** Writes `head` (request line and headers) on a fresh connection; the status and body that come back. */
+  function sendHead(head: string[]): Promise<{ status: number; body: string }> {
+    const { hostname, port } = new URL(service.url);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname);
+      let raw = '';
+      socket.setEncoding('utf8').on('data', (chunk: string) => {
+        raw += chunk;
+      });
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const [top = '', body = ''] = raw.split('\r\n\r\n');
+        resolve({ status: Number(top.split(' ')[1]), body });
+      });
+      socket.end(`${[...head, 'Connection: close', '', ''].join('\r\n')}`);
+    });
+  }
+
+  test('an HTTP/1.1 request without Host is 400 with an error body', async () => {
+    const { status, body } = await sendHead(['GET /healthz HTTP/1.1']);
+    assert.equal(status, 400, body);
+    assert.equal(JSON.parse(body).error, 'invalid_request');
+  });
+
+  test('an Expect other than 100-continue is 417 with an error body', async () => {
+    const { status, body } = await sendHead(['GET /healthz HTTP/1.1', 'Host: x', 'Expect: tea']);
+    assert.equal(status, 417, body);
+    assert.equal(JSON.parse(body).error, 'invalid_request');
+  });
+
+  test('HTTP/1.0 without Host is still served', async () => {
+    const { status, body } = await sendHead(['GET /healthz HTTP/1.0']);
+    assert.equal(status, 200, body);
   });
 });
 
