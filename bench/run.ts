@@ -38,6 +38,17 @@ async function cannon(options: autocannon.Options): Promise<Figures> {
   return figuresOf(await autocannon({ connections: CONNECTIONS, duration: durationSeconds, ...options }));
 }
 
+/**
+ * Runs `ceiling` for half the duration just before `measure` and half just after, so that the two
+ * figures of a ratio see the same machine (shared machines change speed from minute to minute).
+ */
+async function besideCeiling<T, C>(measure: () => Promise<T>, ceiling: (seconds: number) => Promise<C>) {
+  const before = await ceiling(durationSeconds / 2);
+  const measured = await measure();
+  const after = await ceiling(durationSeconds / 2);
+  return { measured, ceilings: [before, after] as const };
+}
+
 async function json(url: string, init: RequestInit & { body?: string } = {}): Promise<any> {
   const response = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init.headers } });
   const body = await response.json();
@@ -61,7 +72,7 @@ async function inParallel<T>(count: number, concurrency: number, work: (index: n
 }
 
 /** (d) The ceiling for GET /mfa/: a bare node:http server answering a fixed small JSON body, in its own process. */
-async function bareNodeHttp(): Promise<Figures> {
+async function bareNodeHttp(seconds: number): Promise<Figures> {
   const port = await freePort();
   const body = JSON.stringify({ enabled: false, challenge_type: '', phone_number: '' });
   const child = spawn(process.execPath, [
@@ -77,16 +88,16 @@ async function bareNodeHttp(): Promise<Figures> {
     }
   }
   try {
-    return await cannon({ url: `http://127.0.0.1:${port}/` });
+    return await cannon({ url: `http://127.0.0.1:${port}/`, duration: seconds });
   } finally {
     child.kill();
   }
 }
 
 /** (e) The ceiling for the password grant: raw Argon2id verifications per second, service parameters, libuv pool. */
-async function rawArgon2(): Promise<number> {
+async function rawArgon2(seconds: number): Promise<number> {
   const hash = await argon2.hash(PASSWORD, passwordHashParameters);
-  const deadline = performance.now() + durationSeconds * 1000;
+  const deadline = performance.now() + seconds * 1000;
   let done = 0;
   const started = performance.now();
   await Promise.all(
@@ -164,28 +175,45 @@ async function main() {
     });
     const { access_token: accessToken } = await token(plain[0] ?? '');
 
-    console.log('(a) GET /mfa/ …');
-    const mfaStatus = await cannon({ url: `${base}/mfa/`, headers: { authorization: `Bearer ${accessToken}` } });
+    console.log('(a) GET /mfa/, between two halves of (d) bare node:http …');
+    const statusRun = await besideCeiling(
+      () => cannon({ url: `${base}/mfa/`, headers: { authorization: `Bearer ${accessToken}` } }),
+      bareNodeHttp,
+    );
+    const mfaStatus = statusRun.measured;
+    const [bareBefore, bareAfter] = statusRun.ceilings;
+    const bare: Figures = {
+      requestsPerSecond: Math.round((bareBefore.requestsPerSecond + bareAfter.requestsPerSecond) / 2),
+      p50Ms: Math.max(bareBefore.p50Ms, bareAfter.p50Ms),
+      p99Ms: Math.max(bareBefore.p99Ms, bareAfter.p99Ms),
+      errors: bareBefore.errors + bareAfter.errors,
+    };
 
-    console.log('(b) password grant, MFA off, over many users …');
+    console.log('(b) password grant, MFA off, over many users, between two halves of (e) raw Argon2id …');
     let next = 0;
-    const passwordGrant = await cannon({
-      url: `${base}/mfa/oauth2/token/`,
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      requests: [
-        {
-          setupRequest: (request) => ({
-            ...request,
-            body: JSON.stringify({
-              grant_type: 'password',
-              username: plain[next++ % plain.length],
-              password: PASSWORD,
-            }),
-          }),
-        },
-      ],
-    });
+    const grantRun = await besideCeiling(
+      () =>
+        cannon({
+          url: `${base}/mfa/oauth2/token/`,
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          requests: [
+            {
+              setupRequest: (request) => ({
+                ...request,
+                body: JSON.stringify({
+                  grant_type: 'password',
+                  username: plain[next++ % plain.length],
+                  password: PASSWORD,
+                }),
+              }),
+            },
+          ],
+        }),
+      rawArgon2,
+    );
+    const passwordGrant = grantRun.measured;
+    const argon2PerSecond = Math.round((grantRun.ceilings[0] + grantRun.ceilings[1]) / 2);
 
     console.log('(c) complete SMS MFA logins …');
     let taken = 0;
@@ -229,11 +257,6 @@ async function main() {
     );
     await service.stop();
 
-    console.log('(d) bare node:http …');
-    const bare = await bareNodeHttp();
-    console.log('(e) raw Argon2id …');
-    const argon2PerSecond = await rawArgon2();
-
     const figures = {
       dialect,
       when: new Date().toISOString(),
@@ -246,6 +269,8 @@ async function main() {
       b_passwordGrant: passwordGrant,
       c_smsLogins: smsLogins,
       d_bareNodeHttp: bare,
+      d_bareNodeHttpBeforeAndAfter: statusRun.ceilings.map((figures) => figures.requestsPerSecond),
+      e_rawArgon2BeforeAndAfter: grantRun.ceilings,
       e_rawArgon2PerSecond: argon2PerSecond,
       ratios: {
         a_over_d: Math.round((mfaStatus.requestsPerSecond / bare.requestsPerSecond) * 100) / 100,
