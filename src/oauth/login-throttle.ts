@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import type { RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash } from '../crypto/secrets.js';
@@ -28,7 +29,9 @@ export function createLoginThrottle({ store, clock, throttleKey }: LoginThrottle
 
   function scopes(username: string, context: RequestContext) {
     const result = [usernameScope(username)];
-    if (context.clientAddress) result.push({ scope: `address:${context.clientAddress}`, free: FREE_FAILURES.address });
+    if (context.clientAddress) {
+      result.push({ scope: `address:${clientNetwork(context.clientAddress)}`, free: FREE_FAILURES.address });
+    }
     return result;
   }
 
@@ -69,3 +72,21 @@ export function createLoginThrottle({ store, clock, throttleKey }: LoginThrottle
 }
 
 export type LoginThrottle = ReturnType<typeof createLoginThrottle>;
+
+/**
+ * What one client controls: an IPv4 address, or the /64 of an IPv6 one (a single host is usually
+ * given a whole /64, and would otherwise get 2^64 fresh address limits).
+ */
+export function clientNetwork(address: string): string {
+  if (!isIPv6(address)) return address;
+  const mappedIPv4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mappedIPv4?.[1]) return mappedIPv4[1];
+  const [head = '', tail] = address.split('::');
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = [...headGroups, ...Array(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
+  return `${groups
+    .slice(0, 4)
+    .map((group) => Number.parseInt(group, 16).toString(16))
+    .join(':')}::/64`;
+}

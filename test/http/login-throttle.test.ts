@@ -136,4 +136,16 @@ describe('client addresses behind a load balancer', () => {
       await behindBalancer.close();
     }
   });
+
+  test('IPv6 clients are counted by their /64: rotating addresses inside it does not reset the limit', async () => {
+    const behindBalancer = await startService({ env: { TRUST_PROXY: '127.0.0.1' } });
+    try {
+      await behindBalancer.createUser('someone-else', PASSWORD);
+      await spray(behindBalancer, (attempt) => `2001:db8:a:b::${(attempt + 1).toString(16)}`);
+      await expectStatus(loginFrom(behindBalancer, '2001:db8:a:b:ffff:ffff:ffff:ffff'), 429);
+      await expectStatus(loginFrom(behindBalancer, '2001:db8:a:c::1'), 200);
+    } finally {
+      await behindBalancer.close();
+    }
+  });
 });
