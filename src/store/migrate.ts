@@ -1,20 +1,30 @@
-import { type Kysely, Migrator, PostgresAdapter, sql } from 'kysely';
+import { DEFAULT_MIGRATION_TABLE, type Kysely, Migrator, PostgresAdapter, sql } from 'kysely';
 import type { Database } from './database.js';
 import { migrations } from './migrations/index.js';
 
 /** Brings the schema up to date; safe when several nodes start at once (the migrator locks). */
 export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
-  const { error, results } = await (await migratorFor(db)).migrateToLatest();
-  const failed = results?.find((result) => result.status === 'Error');
-  if (error || failed) {
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await (await migratorFor(db)).migrateToLatest();
+    const failed = results?.find((result) => result.status === 'Error');
+    if (!error && !failed) return;
+    // Before migrating, Kysely lists the tables of every schema, a scan PostgreSQL fails ("schema …
+    // does not exist") when another schema of the database is dropped meanwhile. No migration ran
+    // then, so it is tried again.
+    if (attempt < 5 && results === undefined && /does not exist/.test(String(error))) continue;
     throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
   }
 }
 
-/** Throws unless the database answers and every known migration has run (for readiness checks). */
+/**
+ * Throws unless the database answers and every known migration has run (for readiness checks).
+ * One read of the migration table: the migrator's own check introspects every schema's catalog,
+ * which is slow and fails while another schema of the database is dropping tables.
+ */
 export async function checkSchemaIsCurrent(db: Kysely<Database>): Promise<void> {
-  const known = await (await migratorFor(db)).getMigrations();
-  const pending = known.filter((migration) => migration.executedAt === undefined);
+  const { rows } = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(db);
+  const done = new Set(rows.map((row) => row.name));
+  const pending = Object.keys(migrations).filter((name) => !done.has(name));
   if (pending.length > 0) throw new Error(`${pending.length} migration(s) have not run`);
 }
 
