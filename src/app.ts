@@ -1,17 +1,15 @@
-import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyReply, LogController } from 'fastify';
+import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { Kysely } from 'kysely';
 import pino, { type DestinationStream } from 'pino';
 import { createAuditTrail } from './audit/audit-trail.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { deriveKey, randomToken } from './crypto/secrets.js';
-import { ServiceError } from './errors.js';
 import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
-import { registerErrorHandling } from './http/error-handler.js';
+import { preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
 import { requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { mfaRoutes } from './http/routes/mfa.js';
@@ -77,41 +75,13 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     // Strings stay strings: a JSON number where a phone number belongs is a 400, not "coerced".
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     routerOptions: { ignoreTrailingSlash: true },
-    // Node would refuse an HTTP/1.1 request without Host itself, with an empty body; the onRequest
-    // hook below refuses it in the contract's shape instead.
-    http: { requireHostHeader: false },
     // X-Forwarded-For is believed only from the load balancers named in TRUST_PROXY.
     trustProxy: config.trustedProxies ? [...config.trustedProxies] : false,
     requestIdHeader: false,
     genReqId: requestIdFor,
     // One line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
-    // What the router refuses before any route or hook runs (a path parameter over 100 characters, or
-    // one that does not decode): the contract's body, never Fastify's, which repeats the path.
-    frameworkErrors: (error, request, reply: FastifyReply) => {
-      request.log.info({ error: error.code }, 'request refused: bad URL');
-      const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
-      reply.code(status).send({ error: 'invalid_request', error_description: 'the URL is malformed or too long' });
-    },
-    // HTTP that Node cannot parse is answered on the socket, in the contract's shape too.
-    clientErrorHandler: (error, socket) => {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ECONNRESET' || socket.destroyed) return;
-      const [status, description] =
-        code === 'HPE_HEADER_OVERFLOW'
-          ? [431, 'the request headers are too large']
-          : code === 'ERR_HTTP_REQUEST_TIMEOUT'
-            ? [408, 'the request took too long to arrive']
-            : [400, 'the request is not valid HTTP'];
-      const body = JSON.stringify({ error: 'invalid_request', error_description: description });
-      if (socket.writable) {
-        socket.write(
-          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
-            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-        );
-      }
-      socket.destroy(error);
-    },
+    ...preRoutingErrorOptions,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const store = createStore(deps.db);
@@ -171,30 +141,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin(config.adminToken);
 
+  // First, so that every answer, errors included, names its request.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   registerErrorHandling(app);
   // Only JSON (and forms, on the OAuth endpoints) are bodies here; anything else is a 415.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
-      done(new ServiceError('invalid_request', 'an HTTP/1.1 request needs a Host header'));
-      return;
-    }
-    done();
-  });
-  // An Expect other than 100-continue (RFC 9110 §10.1.1): 417, with an error body like any other.
-  app.server.on('checkExpectation', (_request, response) => {
-    const body = JSON.stringify({
-      error: 'invalid_request',
-      error_description: 'only Expect: 100-continue is understood',
-    });
-    response.writeHead(417, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      connection: 'close',
-    });
-    response.end(body);
-  });
   app.addHook('onResponse', async (request, reply) => {
     // The route, not the URL: a URL may carry a password or token in its query string, or a phone
     // number in a path that matches no route.

@@ -1,4 +1,5 @@
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import { type Server, STATUS_CODES } from 'node:http';
+import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply } from 'fastify';
 import { type ErrorCode, ServiceError } from '../errors.js';
 import { isDatabaseUnavailable } from '../store/database.js';
 
@@ -46,6 +47,52 @@ function send(reply: FastifyReply, code: ErrorCode, description: string) {
   return reply.code(STATUS[code]).send({ error: code, error_description: description });
 }
 
+/** An `invalid_request` body for the answers written below Fastify, on the raw response or socket. */
+function rawErrorAnswer(description: string): { head: Record<string, string>; body: string } {
+  const body = JSON.stringify({ error: 'invalid_request', error_description: description });
+  return {
+    head: {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': String(Buffer.byteLength(body)),
+      Connection: 'close',
+    },
+    body,
+  };
+}
+
+/**
+ * Fastify options for what is refused before any route or hook runs, answered in the contract's
+ * shape instead of Fastify's (which repeats the path) or Node's (an empty body).
+ */
+export const preRoutingErrorOptions = {
+  // Node would refuse an HTTP/1.1 request without Host itself, with an empty body; the onRequest
+  // hook of registerErrorHandling refuses it instead.
+  http: { requireHostHeader: false },
+  // A path parameter over 100 characters, or one that does not decode.
+  frameworkErrors(error, request, reply: FastifyReply) {
+    request.log.info({ error: error.code }, 'request refused: bad URL');
+    const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
+    reply.code(status).send({ error: 'invalid_request', error_description: 'the URL is malformed or too long' });
+  },
+  // HTTP that Node cannot parse is answered on the socket.
+  clientErrorHandler(error, socket) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ECONNRESET' || socket.destroyed) return;
+    const [status, description] =
+      code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'the request headers are too large']
+        : code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'the request took too long to arrive']
+          : [400, 'the request is not valid HTTP'];
+    const { head, body } = rawErrorAnswer(description);
+    if (socket.writable) {
+      const lines = Object.entries(head).map(([name, value]) => `${name}: ${value}\r\n`);
+      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('')}\r\n${body}`);
+    }
+    socket.destroy(error);
+  },
+} satisfies FastifyHttpOptions<Server>;
+
 /** Every error answer becomes `{error, error_description}`; 404 and 405 for unknown routes. */
 export function registerErrorHandling(app: FastifyInstance): void {
   const methodsByPath = new Map<string, Set<string>>();
@@ -53,6 +100,17 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const methods = methodsByPath.get(normalizePath(route.url)) ?? new Set<string>();
     for (const method of [route.method].flat()) methods.add(method);
     methodsByPath.set(normalizePath(route.url), methods);
+  });
+
+  app.addHook('onRequest', (request, _reply, done) => {
+    const hostMissing = request.headers.host === undefined && request.raw.httpVersion === '1.1';
+    done(hostMissing ? new ServiceError('invalid_request', 'an HTTP/1.1 request needs a Host header') : undefined);
+  });
+
+  // An Expect other than 100-continue (RFC 9110 §10.1.1): Node answers 417 itself, with no body.
+  app.server.on('checkExpectation', (_request, response) => {
+    const { head, body } = rawErrorAnswer('only Expect: 100-continue is understood');
+    response.writeHead(417, head).end(body);
   });
 
   app.setNotFoundHandler((request, reply) => {
