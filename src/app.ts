@@ -10,7 +10,7 @@ import { deriveKey, randomToken } from './crypto/secrets.js';
 import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
 import { preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
-import { requestIdFor } from './http/request-context.js';
+import { createClientAddressResolver, requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes } from './http/routes/oauth.js';
@@ -18,9 +18,12 @@ import { oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
 import { smsRoutes } from './http/routes/sms.js';
+import { createAttemptLimiter } from './limits/attempt-limiter.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createBackupCodes } from './mfa/backup-codes.js';
 import { createEnrolment } from './mfa/enrolment.js';
+import { createGuessBudget } from './mfa/guess-budget.js';
+import { createMfaRemoval } from './mfa/mfa-removal.js';
 import { createOneTimeCodes } from './mfa/one-time-codes.js';
 import { createAccessTokens } from './oauth/access-tokens.js';
 import { createClients } from './oauth/clients.js';
@@ -29,6 +32,7 @@ import { createLoginThrottle } from './oauth/login-throttle.js';
 import { createPasswordGrant } from './oauth/password-grant.js';
 import { createRefreshGrant } from './oauth/refresh-grant.js';
 import { createRevocation } from './oauth/revocation.js';
+import { createSessions } from './oauth/sessions.js';
 import { createSigningKeys } from './oauth/signing-keys.js';
 import { createTokenIssuer } from './oauth/token-issuer.js';
 import { createConsoleSender } from './sms/console-sender.js';
@@ -73,10 +77,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     loggerInstance: rootLogger as FastifyBaseLogger,
     bodyLimit: 65_536,
     // Strings stay strings: a JSON number where a phone number belongs is a 400, not "coerced".
-    ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    // verbose: a failed check carries its schema, whose description tells the caller what to send.
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, verbose: true } },
     routerOptions: { ignoreTrailingSlash: true },
-    // X-Forwarded-For is believed only from the load balancers named in TRUST_PROXY.
-    trustProxy: config.trustedProxies ? [...config.trustedProxies] : false,
     requestIdHeader: false,
     genReqId: requestIdFor,
     // One line per request (in onResponse below) instead of Fastify's two.
@@ -98,7 +101,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     config.sms.kind === 'twilio'
       ? createTwilioSender(config.sms)
       : createConsoleSender(deps.consoleSmsWrite ?? ((line) => process.stderr.write(line)));
-  const audit = createAuditTrail({ store, clock });
+  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
   const codes = createOneTimeCodes({
     store,
     sms,
@@ -123,27 +126,46 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     ttlSeconds: config.accessTokenTtlSeconds,
   });
   const tokens = createTokenIssuer({ store, accessTokens, clock, refreshTtlSeconds: config.refreshTokenTtlSeconds });
-  const refreshGrant = createRefreshGrant({
-    store,
-    tokens,
-    audit,
-    clock,
-    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
-  });
+  const sessions = createSessions({ accessTokenTtlSeconds: config.accessTokenTtlSeconds });
+  const refreshGrant = createRefreshGrant({ store, tokens, sessions, audit, clock });
   const revocation = createRevocation({ store, accessTokens, refreshGrant, clock });
   const introspection = createIntrospection({ store, accessTokens, clock, issuer: config.issuer });
   const clients = createClients({ store, clock });
-  const enrolment = createEnrolment({ store, codes, audit, clock });
+  const removal = createMfaRemoval({ store, sessions, audit, clock });
+  const enrolment = createEnrolment({ store, codes, sessions, removal, audit, clock });
   const backupCodes = createBackupCodes({ store, clock, codeKey, audit });
-  const throttle = createLoginThrottle({ store, clock, throttleKey: deriveKey(hashSecret, 'login-throttle') });
-  const passwordGrant = createPasswordGrant({ store, codes, backupCodes, throttle, tokens, audit, metrics, clock });
+  const limiter = createAttemptLimiter({ store, clock });
+  const throttle = createLoginThrottle({ limiter, audit, throttleKey: deriveKey(hashSecret, 'login-throttle') });
+  const guesses = createGuessBudget({ limiter, audit });
+  const passwordGrant = createPasswordGrant({
+    store,
+    codes,
+    backupCodes,
+    throttle,
+    guesses,
+    tokens,
+    audit,
+    metrics,
+    clock,
+  });
   const accounts = createAccounts({ store, clock, audit });
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin(config.adminToken);
 
+  const clientAddressOf = createClientAddressResolver(config.trustedProxies);
+  app.decorateRequest('clientAddress', {
+    getter() {
+      return clientAddressOf(this.raw);
+    },
+  });
   // First, so that every answer, errors included, names its request.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
+  });
+  // Answers name users, phone numbers, codes and tokens: no cache keeps one unless its route says so.
+  app.addHook('onSend', (_request, reply, _payload, done) => {
+    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
     done();
   });
   registerErrorHandling(app);
@@ -191,7 +213,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     oauthRoutes(oauth, { clients, passwordGrant, refreshGrant, revocation, introspection }),
   );
   oauthMetadataRoutes(app, { issuer: config.issuer, keys });
-  adminRoutes(app, { accounts, clients, keys, audit, store, requireAdmin });
+  adminRoutes(app, { accounts, clients, keys, audit, removal, requireAdmin });
   operationsRoutes(app, {
     checkReadiness: () => checkSchemaIsCurrent(deps.db),
     registry,

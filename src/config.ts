@@ -30,8 +30,10 @@ export interface Config {
   refreshTokenTtlSeconds: number;
   sms: SmsProviderConfig;
   smsLimits: SmsLimits;
-  /** Undefined: a key kept in the database is used, with a warning at start. */
+  /** Undefined: a key kept in the database is used, with a warning at start (refused in production). */
   secretKey?: string;
+  /** Security events older than this are deleted. */
+  auditRetentionDays: number;
   isProduction: boolean;
   logLevel: string;
   /**
@@ -46,8 +48,11 @@ export interface SmsLimits {
   maxAttempts: number;
   cooldownSeconds: number;
   perUserPerHour: number;
+  /** Enrolment SMS per destination number, across all users. */
   perNumberPerHour: number;
-  /** Across all users: a ceiling on the cost of an SMS-pumping attack that gets past the others. */
+  /** Enrolment SMS across all users: below `globalPerHour`, so enrolments cannot use up login SMS. */
+  enrolmentPerHour: number;
+  /** Across all users and purposes: a ceiling on the cost of an SMS-pumping attack that gets past the others. */
   globalPerHour: number;
   /** ISO 3166 alpha-2 codes; undefined means every country. */
   allowedCountries?: readonly string[];
@@ -97,10 +102,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
 
-  const adminToken = value('ADMIN_TOKEN');
-  if (adminToken !== undefined && adminToken.length < 16) {
-    throw new ConfigError('ADMIN_TOKEN must be at least 16 characters');
-  }
+  const adminToken = bearerSecret(value, 'ADMIN_TOKEN');
+  const metricsToken = bearerSecret(value, 'METRICS_TOKEN');
   const secretKey = value('SECRET_KEY');
   if (secretKey !== undefined && secretKey.length < 32) {
     throw new ConfigError('SECRET_KEY must be at least 32 characters');
@@ -120,26 +123,24 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       connectionTimeoutMs: integer('DATABASE_CONNECT_TIMEOUT_MS', 5000, 100, 60_000),
     },
     adminToken,
-    metricsToken: value('METRICS_TOKEN'),
+    metricsToken,
     issuer: issuer.replace(/\/+$/, ''),
     serviceName,
     accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL', 900, 60, 86_400),
     refreshTokenTtlSeconds: integer('REFRESH_TOKEN_TTL', 2_592_000, 60, 31_536_000),
     sms: loadSmsProvider(value, isProduction),
-    smsLimits: {
-      codeTtlSeconds: 300,
-      maxAttempts: 5,
-      cooldownSeconds: 30,
-      perUserPerHour: integer('SMS_USER_HOURLY_LIMIT', 10, 1, 1000),
-      perNumberPerHour: integer('SMS_NUMBER_HOURLY_LIMIT', 10, 1, 1000),
-      globalPerHour: integer('SMS_GLOBAL_HOURLY_LIMIT', 1000, 1, 10_000_000),
-      allowedCountries: loadAllowedCountries(value('SMS_ALLOWED_COUNTRIES')),
-    },
+    smsLimits: loadSmsLimits(value, integer),
     secretKey,
+    auditRetentionDays: integer('AUDIT_RETENTION_DAYS', 90, 1, 36_500),
     isProduction,
     logLevel,
     trustedProxies: loadTrustedProxies(value('TRUST_PROXY')),
   };
+  if (secretKey === undefined && isProduction) {
+    throw new ConfigError(
+      'SECRET_KEY is required when NODE_ENV=production: it encrypts the signing keys at rest (32+ characters)',
+    );
+  }
   return deepFreeze(config);
 }
 
@@ -168,6 +169,43 @@ function loadSmsProvider(value: (name: string) => string | undefined, isProducti
     throw new ConfigError(`TWILIO_API_URL must be an http(s) URL, got "${apiUrl}"`);
   }
   return { kind, accountSid, authToken, from, messagingServiceSid, apiUrl, timeoutMs: TWILIO_TIMEOUT_MS };
+}
+
+function loadSmsLimits(
+  value: (name: string) => string | undefined,
+  integer: (name: string, fallback: number, min: number, max: number) => number,
+): SmsLimits {
+  const globalPerHour = integer('SMS_GLOBAL_HOURLY_LIMIT', 1000, 2, 10_000_000);
+  const enrolmentPerHour = integer('SMS_ENROLMENT_HOURLY_LIMIT', Math.ceil(globalPerHour / 2), 1, 10_000_000);
+  if (enrolmentPerHour >= globalPerHour) {
+    throw new ConfigError(
+      `SMS_ENROLMENT_HOURLY_LIMIT must be below SMS_GLOBAL_HOURLY_LIMIT (${globalPerHour}), so that enrolments cannot use up the login SMS`,
+    );
+  }
+  return {
+    codeTtlSeconds: 300,
+    maxAttempts: 5,
+    cooldownSeconds: 30,
+    perUserPerHour: integer('SMS_USER_HOURLY_LIMIT', 10, 1, 1000),
+    perNumberPerHour: integer('SMS_NUMBER_HOURLY_LIMIT', 10, 1, 1000),
+    enrolmentPerHour,
+    globalPerHour,
+    allowedCountries: loadAllowedCountries(value('SMS_ALLOWED_COUNTRIES')),
+  };
+}
+
+/**
+ * A bearer secret must be one that can be sent: RFC 6750's b64token characters, and at least 16
+ * of them. A token with other characters could never match, and would lock everyone out silently.
+ */
+function bearerSecret(value: (name: string) => string | undefined, name: string): string | undefined {
+  const secret = value(name);
+  if (secret === undefined) return undefined;
+  if (secret.length < 16) throw new ConfigError(`${name} must be at least 16 characters`);
+  if (!/^[A-Za-z0-9._~+/=-]+$/.test(secret)) {
+    throw new ConfigError(`${name} may hold only letters, digits and . _ ~ + / = - (it is sent as a bearer token)`);
+  }
+  return secret;
 }
 
 function loadTrustedProxies(raw: string | undefined): string[] | undefined {

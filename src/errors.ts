@@ -12,6 +12,7 @@ export type ErrorCode =
   | 'invalid_token'
   | 'insufficient_user_authentication'
   | 'login_throttled'
+  | 'mfa_throttled'
   // MFA state and codes
   | 'invalid_mfa_code'
   | 'mfa_already_enabled'

@@ -14,10 +14,42 @@ const { buildApp } = await import('./app.js');
 const { openDatabase } = await import('./store/database.js');
 const { migrateToLatest } = await import('./store/migrate.js');
 
-const { db } = await openDatabase(config.databaseUrl, config.databasePool);
-await migrateToLatest(db);
-const app = await buildApp(config, { db });
-await app.listen({ port: config.port, host: config.host });
+/** One line for what stops start-up (the database, the port, the keys), instead of a stack trace. */
+function startupFailure(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === 'EADDRINUSE')
+    return `PORT ${config.port} on ${config.host} is already in use; stop the other server or set PORT`;
+  if (code === 'EADDRNOTAVAIL') return `HOST ${config.host} is not an address of this machine; set HOST`;
+  if (code === 'EACCES')
+    return `cannot listen on ${config.host}:${config.port} (permission denied); set PORT above 1023`;
+  const where = config.databaseUrl.replace(/\/\/[^@/]*@/, '//');
+  if (
+    code === 'ECONNREFUSED' ||
+    code === 'ENOTFOUND' ||
+    code === 'ETIMEDOUT' ||
+    code?.startsWith('28') ||
+    code === '3D000'
+  ) {
+    return `DATABASE_URL ${where} cannot be used: ${message ?? code}`;
+  }
+  if (code === 'SQLITE_CANTOPEN' || code === 'EACCES' || code === 'ENOENT') {
+    return `DATABASE_URL ${where} cannot be opened: ${message ?? code}`;
+  }
+  return message ?? String(error);
+}
+
+let app: Awaited<ReturnType<typeof buildApp>>;
+let db: Awaited<ReturnType<typeof openDatabase>>['db'] | undefined;
+try {
+  ({ db } = await openDatabase(config.databaseUrl, config.databasePool));
+  await migrateToLatest(db);
+  app = await buildApp(config, { db });
+  await app.listen({ port: config.port, host: config.host });
+} catch (error) {
+  process.stderr.write(`start-up failed: ${startupFailure(error)}\n`);
+  await db?.destroy().catch(() => {});
+  process.exit(1);
+}
 
 async function shutDown(signal: string) {
   app.log.info({ signal }, 'shutting down: finishing requests in flight');
@@ -26,7 +58,7 @@ async function shutDown(signal: string) {
   const sweeper = setInterval(() => app.server.closeIdleConnections(), 100);
   await app.close();
   clearInterval(sweeper);
-  await db.destroy();
+  await db?.destroy();
   process.exit(0);
 }
 process.once('SIGTERM', shutDown);

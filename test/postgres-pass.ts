@@ -20,10 +20,13 @@ try {
   process.exit(0);
 }
 
-const files = readdirSync('test/http')
-  .filter((name) => name.endsWith('.test.ts'))
-  .map((name) => `test/http/${name}`);
-console.log(`\nPostgreSQL pass (${where}): ${files.length} HTTP test files\n`);
+// The store contracts and the HTTP suite: everything that touches the database.
+const files = ['test/store', 'test/http'].flatMap((folder) =>
+  readdirSync(folder)
+    .filter((name) => name.endsWith('.test.ts'))
+    .map((name) => `${folder}/${name}`),
+);
+console.log(`\nPostgreSQL pass (${where}): ${files.length} store and HTTP test files\n`);
 const run = spawnSync(
   process.execPath,
   ['--import', 'tsx', '--test', '--test-concurrency=4', '--test-timeout=300000', ...files],

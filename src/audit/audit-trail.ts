@@ -18,24 +18,46 @@ export type SecurityEventType =
   | 'mfa_disabled'
   | 'backup_code_used'
   | 'backup_codes_regenerated'
-  | 'refresh_token_reuse';
+  | 'refresh_token_reuse'
+  | 'mfa_throttled'
+  | 'user_deleted';
 
-/** The security events kept in the database: time, user, client address and outcome, never a secret. */
-export function createAuditTrail({ store, clock }: { store: Store; clock: Clock }) {
+const HOUR_MS = 3_600_000;
+
+/**
+ * The security events kept in the database: time, user, client address and outcome, never a
+ * secret. Events older than `retentionDays` are deleted (by each node, at most once an hour).
+ */
+export function createAuditTrail({
+  store,
+  clock,
+  retentionDays,
+}: {
+  store: Store;
+  clock: Clock;
+  retentionDays: number;
+}) {
+  let prunedAt = Number.NEGATIVE_INFINITY;
+
   async function record(
     type: SecurityEventType,
     outcome: string,
     facts: { userId?: string; context?: RequestContext; detail?: Record<string, string> },
   ): Promise<void> {
+    const now = clock.now();
     await store.securityEvents.insertSecurityEvent({
       id: randomUUID(),
-      occurredAt: clock.now(),
+      occurredAt: now,
       userId: facts.userId,
       clientAddress: facts.context?.clientAddress,
       type,
       outcome,
       detail: facts.detail,
     });
+    if (now.getTime() - prunedAt >= HOUR_MS) {
+      prunedAt = now.getTime();
+      await store.securityEvents.deleteSecurityEventsBefore(new Date(now.getTime() - retentionDays * 24 * HOUR_MS));
+    }
   }
 
   /** The user's latest events, newest first. */

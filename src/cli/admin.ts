@@ -2,9 +2,11 @@
 import { parseArgs } from 'node:util';
 import { createAuditTrail } from '../audit/audit-trail.js';
 import { systemClock } from '../clock.js';
-import { ConfigError, loadConfig } from '../config.js';
+import { type Config, ConfigError, loadConfig } from '../config.js';
 import { ServiceError } from '../errors.js';
+import { createMfaRemoval } from '../mfa/mfa-removal.js';
 import { createClients } from '../oauth/clients.js';
+import { createSessions } from '../oauth/sessions.js';
 import { createSigningKeys } from '../oauth/signing-keys.js';
 import { maskPhone } from '../sms/sms-sender.js';
 import { openDatabase } from '../store/database.js';
@@ -27,11 +29,14 @@ interface Command {
 
 type Services = ReturnType<typeof createServices>;
 
-function createServices(store: Store, secretKey: string | undefined, accessTokenTtlSeconds: number) {
+function createServices(store: Store, config: Config) {
   const clock = systemClock;
-  const audit = createAuditTrail({ store, clock });
+  const { secretKey, accessTokenTtlSeconds } = config;
+  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
+  const sessions = createSessions({ accessTokenTtlSeconds });
   return {
     accounts: createAccounts({ store, clock, audit }),
+    removal: createMfaRemoval({ store, sessions, audit, clock }),
     clients: createClients({ store, clock }),
     signingKeys: () => createSigningKeys({ store, clock, secretKey, accessTokenTtlSeconds }),
   };
@@ -65,11 +70,23 @@ const COMMANDS: Record<string, Command> = {
   'reset-mfa': {
     usage: 'reset-mfa <username>',
     summary: "turn a user's MFA off (lost phone): phone, codes and backup codes are removed",
-    help: 'The user can log in with the password alone afterwards and enrol again.',
+    help: "Every login of the user ends (a thief's tokens included). The user can log in with the\npassword alone afterwards and enrol again.",
+    arity: 1,
+    async run([username = ''], { accounts, removal }) {
+      const user = await accounts.getUser(username);
+      const { wasEnabled } = await removal.removeAllFactors(user.id, { by: 'operator' });
+      print(wasEnabled ? `MFA reset for ${username}` : `MFA was not on for ${username}; nothing pending remains`);
+    },
+  },
+  'delete-user': {
+    usage: 'delete-user <username>',
+    summary: 'delete a user with everything of theirs; their tokens stop working at once',
+    help: "The audit trail keeps the user's events until they pass AUDIT_RETENTION_DAYS.",
     arity: 1,
     async run([username = ''], { accounts }) {
-      const { wasEnabled } = await accounts.resetMfa(username);
-      print(wasEnabled ? `MFA reset for ${username}` : `MFA was not on for ${username}; nothing pending remains`);
+      const user = await accounts.getUser(username);
+      await accounts.deleteUser(user.id);
+      print(`deleted user ${user.username} (${user.id})`);
     },
   },
   'list-users': {
@@ -176,7 +193,7 @@ async function main(argv: string[]): Promise<number> {
   const { db } = await openDatabase(config.databaseUrl, config.databasePool);
   try {
     await migrateToLatest(db);
-    await command.run(args, createServices(createStore(db), config.secretKey, config.accessTokenTtlSeconds));
+    await command.run(args, createServices(createStore(db), config));
     return EXIT.ok;
   } finally {
     await db.destroy();

@@ -24,8 +24,12 @@ async function withArgon2Slot<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Passwords are hashed in Unicode NFC, so that "é" typed as one code point or as "e" and a
+ * combining accent is the same password on every keyboard.
+ */
 export function hashPassword(password: string): Promise<string> {
-  return withArgon2Slot(() => argon2.hash(password, PARAMETERS));
+  return withArgon2Slot(() => argon2.hash(password.normalize('NFC'), PARAMETERS));
 }
 
 /** The Argon2 parameters, for the benchmark's raw-hash ceiling. */
@@ -40,6 +44,10 @@ let decoyHash: Promise<string> | undefined;
 export async function verifyPassword(storedHash: string | undefined, password: string): Promise<boolean> {
   decoyHash ??= hashPassword('decoy password that matches no account');
   const hash = storedHash ?? (await decoyHash);
-  const matches = await withArgon2Slot(() => argon2.verify(hash, password)).catch(() => false);
+  const verify = (candidate: string) => withArgon2Slot(() => argon2.verify(hash, candidate)).catch(() => false);
+  const normalized = password.normalize('NFC');
+  // Hashes made before passwords were normalised hold the password as it was typed: a password
+  // that is not in NFC is tried that way too (a second Argon2 run, only for such passwords).
+  const matches = (await verify(normalized)) || (normalized !== password && (await verify(password)));
   return storedHash !== undefined && matches;
 }

@@ -7,6 +7,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by `requireAccessToken`: the login the caller's access token stands for. */
     principal: VerifiedAccessToken;
+    /** The client's address, behind the load balancers named in TRUST_PROXY (see request-context.ts). */
+    readonly clientAddress: string | undefined;
   }
 }
 

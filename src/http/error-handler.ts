@@ -13,6 +13,7 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_token: 401,
   insufficient_user_authentication: 403,
   login_throttled: 429,
+  mfa_throttled: 429,
   invalid_mfa_code: 400,
   mfa_already_enabled: 409,
   mfa_not_enabled: 409,
@@ -36,7 +37,10 @@ const STATUS: Record<ErrorCode, number> = {
 const FASTIFY_CODES: Record<number, [ErrorCode, string]> = {
   404: ['not_found', 'no such resource'],
   413: ['payload_too_large', 'the body is larger than 64 KiB'],
-  415: ['unsupported_media_type', 'the content type is not accepted here'],
+  415: [
+    'unsupported_media_type',
+    'send the body as Content-Type: application/json (the token, revocation and introspection endpoints also take application/x-www-form-urlencoded)',
+  ],
 };
 
 export function statusOf(code: ErrorCode): number {
@@ -140,7 +144,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     if (error.validation) {
       request.log.info({ error: 'invalid_request' }, 'request refused: schema');
-      return send(reply, 'invalid_request', error.message);
+      return send(reply, 'invalid_request', describeValidationError(error));
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
@@ -157,6 +161,19 @@ export function registerErrorHandling(app: FastifyInstance): void {
     request.log.error({ err: error }, 'request failed');
     return send(reply, 'server_error', 'the server could not answer; try again later');
   });
+}
+
+/**
+ * What a schema failure tells the caller: the field and what to send instead, from the field's
+ * schema description when it has one ("phone_number: expected a string of 7 to 15 digits, …"),
+ * else Ajv's words ("body must have required property 'mfa_code'").
+ */
+function describeValidationError(error: FastifyError): string {
+  const [first] = error.validation ?? [];
+  // Ajv adds the failing schema to its errors in verbose mode (app.ts).
+  const description = (first as { parentSchema?: { description?: unknown } } | undefined)?.parentSchema?.description;
+  if (!first || typeof description !== 'string' || first.instancePath === '') return error.message;
+  return `${first.instancePath.slice(1).replaceAll('/', '.')}: expected ${description}`;
 }
 
 function normalizePath(path: string): string {

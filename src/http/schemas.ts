@@ -13,14 +13,19 @@ export const MfaStatus = Type.Object({
   phone_number: Type.String(),
 });
 
+// A field's description is what a 400 tells the caller to send instead (http/error-handler.ts).
+
 export const SmsRequestBody = Type.Object({
-  phone_number: Type.String({ pattern: '^[0-9]{7,15}$', description: 'digits only, country code first, no +' }),
+  phone_number: Type.String({
+    pattern: '^[0-9]{7,15}$',
+    description: 'a string of 7 to 15 digits, country code first, without + or spaces, e.g. "14155552671"',
+  }),
 });
 
-export const SmsVerifyBody = Type.Object({ mfa_code: Type.String({ pattern: '^[0-9]{6}$' }) });
+const MfaCode = Type.String({ pattern: '^[0-9]{6}$', description: 'a string of exactly 6 digits, e.g. "123456"' });
+const BackupCode = Type.String({ pattern: '^[0-9]{12}$', description: 'a string of exactly 12 digits' });
 
-const MfaCode = Type.String({ pattern: '^[0-9]{6}$' });
-const BackupCode = Type.String({ pattern: '^[0-9]{12}$' });
+export const SmsVerifyBody = Type.Object({ mfa_code: MfaCode });
 // RFC 6749 §3.3: scope-tokens of %x21 / %x23-5B / %x5D-7E, separated by single spaces.
 const SCOPE_TOKEN = '[\\x21\\x23-\\x5B\\x5D-\\x7E]+';
 
@@ -36,7 +41,13 @@ export const TokenRequestBody = Type.Object({
   password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
   mfa_code: Type.Optional(MfaCode),
   backup_code: Type.Optional(BackupCode),
-  scope: Type.Optional(Type.String({ pattern: `^(${SCOPE_TOKEN}( ${SCOPE_TOKEN})*)?$`, maxLength: 1000 })),
+  scope: Type.Optional(
+    Type.String({
+      pattern: `^(${SCOPE_TOKEN}( ${SCOPE_TOKEN})*)?$`,
+      maxLength: 1000,
+      description: 'space-separated scope tokens of printable ASCII (RFC 6749 §3.3), e.g. "read write"',
+    }),
+  ),
   refresh_token: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   ...ClientCredentialFields,
 });
@@ -73,8 +84,12 @@ export const IntrospectionResponse = Type.Object({
 export const MfaRequiredResponse = Type.Object({ mfa_required: Type.Literal(true), mfa_type: Type.Literal('sms') });
 
 export const CreateUserBody = Type.Object({
-  username: Type.String({ pattern: USERNAME_PATTERN, description: 'letters, digits and @.+_-' }),
-  password: Type.String({ minLength: PASSWORD_LENGTH.min, maxLength: PASSWORD_LENGTH.max }),
+  username: Type.String({ pattern: USERNAME_PATTERN, description: 'a string of 1 to 150 letters, digits or @.+_-' }),
+  password: Type.String({
+    minLength: PASSWORD_LENGTH.min,
+    maxLength: PASSWORD_LENGTH.max,
+    description: 'a string of 8 to 1024 characters',
+  }),
 });
 
 export const CreatedUser = Type.Object({ id: Type.String(), username: Type.String() });
@@ -93,6 +108,12 @@ export const BackupCodesResponse = Type.Object({
 export const BackupCodesRemaining = Type.Object({ remaining: Type.Integer({ minimum: 0 }) });
 
 export const UserIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+export const UserLookupQuery = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 150, description: 'the username to find (any case)' }),
+});
+
+export const UserSummary = Type.Object({ id: Type.String(), username: Type.String() });
 
 export const SecurityEvents = Type.Object({
   events: Type.Array(

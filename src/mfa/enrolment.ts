@@ -1,8 +1,10 @@
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
+import type { Sessions } from '../oauth/sessions.js';
 import type { MfaRecord } from '../store/mfa.js';
 import type { Store } from '../store/store.js';
+import type { MfaRemoval } from './mfa-removal.js';
 import type { OneTimeCodes } from './one-time-codes.js';
 import { parsePhoneNumber } from './phone-numbers.js';
 
@@ -17,6 +19,8 @@ export interface LoginProof {
   amr: readonly string[];
   /** Seconds since the epoch. */
   authTime: number;
+  /** The login (refresh-token family) the token belongs to. */
+  sessionId: string;
 }
 
 export const SECOND_FACTORS = ['sms', 'otp', 'backup'] as const;
@@ -24,12 +28,14 @@ export const SECOND_FACTORS = ['sms', 'otp', 'backup'] as const;
 export interface EnrolmentDeps {
   store: Store;
   codes: OneTimeCodes;
+  sessions: Sessions;
+  removal: MfaRemoval;
   audit: AuditTrail;
   clock: Clock;
 }
 
 /** SMS enrolment: status, request a code for a number, confirm it, turn MFA off. */
-export function createEnrolment({ store, codes, audit, clock }: EnrolmentDeps) {
+export function createEnrolment({ store, codes, sessions, removal, audit, clock }: EnrolmentDeps) {
   async function getStatus(userId: string): Promise<MfaStatus> {
     return toStatus(await store.mfa.findMfa(userId));
   }
@@ -38,7 +44,12 @@ export function createEnrolment({ store, codes, audit, clock }: EnrolmentDeps) {
   async function requestSmsEnrolment(userId: string, phoneDigits: string, context: RequestContext): Promise<MfaStatus> {
     const phone = parsePhoneNumber(phoneDigits);
     if ((await store.mfa.findMfa(userId))?.isEnabled) throw alreadyEnabled();
-    const sent = await codes.sendCode(userId, 'enrol', phone, context.log);
+    const sent = await codes.sendCode(userId, 'enrol', phone, context.log).catch(async (error: unknown) => {
+      // The message may still arrive (CONTRACT §15): its code then enrols the number.
+      if (error instanceof ServiceError && error.code === 'sms_timeout')
+        await store.mfa.setPendingPhone(userId, phone.digits);
+      throw error;
+    });
     if (sent.outcome === 'cooldown') {
       throw new ServiceError(
         'sms_cooldown',
@@ -51,14 +62,26 @@ export function createEnrolment({ store, codes, audit, clock }: EnrolmentDeps) {
   }
 
   /** Turns SMS MFA on for the number the code was sent to; throws `invalid_mfa_code` for a bad code. */
-  async function confirmSmsEnrolment(userId: string, code: string, context: RequestContext): Promise<MfaStatus> {
+  async function confirmSmsEnrolment(
+    userId: string,
+    code: string,
+    login: LoginProof,
+    context: RequestContext,
+  ): Promise<MfaStatus> {
     if ((await store.mfa.findMfa(userId))?.isEnabled) throw alreadyEnabled();
     const check = await codes.checkCode(userId, 'enrol', code);
     if (check.outcome !== 'ok') {
       await audit.record('mfa_code_check', check.outcome, { userId, context, detail: { purpose: 'enrol' } });
       throw new ServiceError('invalid_mfa_code', check.description);
     }
-    if (!(await store.mfa.enableSms(userId, check.phoneNumber, clock.now()))) throw alreadyEnabled();
+    const now = clock.now();
+    // CONTRACT §14: turning MFA on ends every other login, made when a password was enough.
+    const enabled = await store.transaction(async (tx) => {
+      if (!(await tx.mfa.enableSms(userId, check.phoneNumber, now))) return false;
+      await sessions.endUserSessions(tx, userId, now, login.sessionId);
+      return true;
+    });
+    if (!enabled) throw alreadyEnabled();
     await audit.record('mfa_enabled', 'succeeded', { userId, context, detail: { challenge_type: 'sms' } });
     return { isEnabled: true, challengeType: 'sms', phoneNumber: check.phoneNumber };
   }
@@ -68,14 +91,12 @@ export function createEnrolment({ store, codes, audit, clock }: EnrolmentDeps) {
     const mfa = await store.mfa.findMfa(userId);
     if (!mfa?.isEnabled) throw new ServiceError('mfa_not_enabled', 'multifactor authentication is not on');
     requireSecondFactor(mfa, login);
-    await store.transaction(async (tx) => {
-      if (!(await tx.mfa.deleteEnabledMfa(userId))) {
-        throw new ServiceError('mfa_not_enabled', 'multifactor authentication is not on');
-      }
-      await tx.codes.deleteCodes(userId);
-      await tx.backupCodes.deleteBackupCodes(userId);
+    const { wasEnabled } = await removal.removeAllFactors(userId, {
+      by: 'user',
+      sessionId: login.sessionId,
+      context,
     });
-    await audit.record('mfa_disabled', 'succeeded', { userId, context });
+    if (!wasEnabled) throw new ServiceError('mfa_not_enabled', 'multifactor authentication is not on');
   }
 
   return { getStatus, requestSmsEnrolment, confirmSmsEnrolment, disableMfa };

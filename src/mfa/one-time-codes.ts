@@ -60,15 +60,7 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
     const now = clock.now();
     const reservationId = randomUUID();
     const hour = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
-    const scopes = [
-      { scope: `user:${userId}`, limit: limits.perUserPerHour, reached: 'this account has had its hourly SMS' },
-      {
-        scope: `number:${keyedHash(codeKey, 'sms-destination', phone.digits)}`,
-        limit: limits.perNumberPerHour,
-        reached: 'this phone number has had its hourly SMS',
-      },
-      { scope: 'global', limit: limits.globalPerHour, reached: 'the service has sent its hourly SMS' },
-    ];
+    const scopes = capsFor(userId, purpose, phone);
 
     const reserved = await store.transaction(async (tx) => {
       if (!(await tx.smsQuota.reserveCooldown({ userId, purpose, reservationId }, now, limits.cooldownSeconds))) {
@@ -81,7 +73,11 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
           log.info({ purpose, to: maskPhone(phone.digits), cap: scope.split(':')[0] }, 'hourly SMS cap reached');
           count('suppressed_cap');
           // Throwing rolls back the cooldown slot and the counters taken above.
-          throw new ServiceError('sms_rate_limited', `${reached}; try again later`, retryAfterSeconds);
+          throw new ServiceError(
+            'sms_rate_limited',
+            `${reached}; try again in ${retryAfterSeconds} s`,
+            retryAfterSeconds,
+          );
         }
       }
       return true;
@@ -94,29 +90,73 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
     }
 
     const code = randomDigits(6);
+    const keepCode = async () => {
+      const id = randomUUID();
+      const expiresAt = new Date(now.getTime() + limits.codeTtlSeconds * 1000);
+      await store.codes.replaceCode(
+        {
+          id,
+          userId,
+          purpose,
+          phoneNumber: phone.digits,
+          codeHash: keyedHash(codeKey, id, code),
+          expiresAt,
+          reservationId,
+        },
+        now,
+      );
+    };
     const startedAt = performance.now();
     const elapsedSeconds = () => (performance.now() - startedAt) / 1000;
     try {
       await sms.send({ toE164: phone.e164, body: smsText(code) }, log);
       count('sent', elapsedSeconds());
     } catch (error) {
-      count((error instanceof ServiceError && SEND_FAILURES[error.code]) || 'failed', elapsedSeconds());
-      // Provider failures leave nothing half-done: the slot and the counts are given back.
+      const outcome = (error instanceof ServiceError && SEND_FAILURES[error.code]) || 'failed';
+      count(outcome, elapsedSeconds());
+      if (outcome === 'timeout') {
+        // CONTRACT §15: a provider that did not answer may still have delivered. The cooldown and
+        // the caps stay spent, and the code is kept, so that it works if it arrives.
+        await keepCode();
+        throw error;
+      }
+      // A refusal or a failure leaves nothing half-done: the slot and the counts are given back.
       await store.transaction(async (tx) => {
         await tx.smsQuota.releaseCooldown(userId, purpose, reservationId);
         for (const { scope } of scopes) await tx.smsQuota.decrementCounter(scope, hour);
       });
       throw error;
     }
-
-    const id = randomUUID();
-    const expiresAt = new Date(now.getTime() + limits.codeTtlSeconds * 1000);
-    await store.codes.replaceCode(
-      { id, userId, purpose, phoneNumber: phone.digits, codeHash: keyedHash(codeKey, id, code), expiresAt },
-      now,
-    );
+    await keepCode();
     log.info({ purpose, to: maskPhone(phone.digits) }, 'one-time code sent');
     return { outcome: 'sent' };
+  }
+
+  /**
+   * CONTRACT §15: enrolment sends (to a number not yet proved) and login sends (to the user's own
+   * verified number) have separate budgets, so that no number of other accounts enrolling a
+   * user's number can stop that user's login codes. The global ceiling bounds the bill.
+   */
+  function capsFor(userId: string, purpose: CodePurpose, phone: PhoneNumber) {
+    const caps = [
+      { scope: `user:${userId}`, limit: limits.perUserPerHour, reached: 'this account has had its hourly SMS' },
+    ];
+    if (purpose === 'enrol') {
+      caps.push(
+        {
+          scope: `number:${keyedHash(codeKey, 'sms-destination', phone.digits)}`,
+          limit: limits.perNumberPerHour,
+          reached: 'this phone number has had its hourly enrolment SMS',
+        },
+        {
+          scope: 'enrol',
+          limit: limits.enrolmentPerHour,
+          reached: 'the service has sent its hourly enrolment SMS',
+        },
+      );
+    }
+    caps.push({ scope: 'global', limit: limits.globalPerHour, reached: 'the service has sent its hourly SMS' });
+    return caps;
   }
 
   /** Spends the user's code for `purpose` if `code` matches; never throws for a bad code. */
@@ -133,15 +173,21 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
     const now = clock.now();
     if (pending.expiresAt <= now) return { outcome: 'expired', description: 'the code has expired' };
     // Counted before the compare so a flood of guesses burns attempts even when they race.
-    if (!(await store.codes.countAttempt(pending.id, limits.maxAttempts))) {
+    const attempt = await store.codes.countAttempt(pending.id, limits.maxAttempts);
+    if (attempt === undefined) {
       return { outcome: 'dead', description: 'too many attempts at this code; request a new one' };
     }
+    // CONTRACT §5: the resend cooldown holds only while the code sent is alive. Once it is spent
+    // or dead, the next request sends a fresh one at once.
+    const endCooldown = () => store.smsQuota.releaseCooldown(userId, purpose, pending.reservationId ?? '');
     if (!safeEqual(pending.codeHash, keyedHash(codeKey, pending.id, code))) {
+      if (attempt >= limits.maxAttempts) await endCooldown();
       return { outcome: 'wrong', description: 'the code is wrong' };
     }
     if (!(await store.codes.markUsed(pending.id, now))) {
       return { outcome: 'spent', description: 'the code was already used' };
     }
+    await endCooldown();
     return { outcome: 'ok', phoneNumber: pending.phoneNumber };
   }
 

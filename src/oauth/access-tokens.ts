@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { jwtVerify, SignJWT } from 'jose';
+import { errors, jwtVerify, SignJWT } from 'jose';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
 import type { Store } from '../store/store.js';
@@ -60,12 +60,17 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
     return { token, expiresInSeconds: ttlSeconds };
   }
 
-  /** The token's grant; throws `invalid_token` for anything forged, altered, expired, malformed or revoked. */
+  /**
+   * The token's grant; throws `invalid_token` for anything forged, altered, expired, malformed or
+   * revoked, and for the token of a user who no longer exists.
+   */
   async function verifyAccessToken(token: string): Promise<VerifiedAccessToken> {
     const verified = await verifySignedToken(token);
-    if (await store.revokedTokens.isAnyRevoked([verified.jti, verified.sessionId])) {
-      throw new ServiceError('invalid_token', 'the access token has been revoked');
+    const standing = await store.revokedTokens.findTokenStanding(verified.userId, [verified.jti, verified.sessionId]);
+    if (standing.isRevoked) {
+      throw new ServiceError('invalid_token', 'the access token has been revoked; log in again');
     }
+    if (!standing.userExists) throw new ServiceError('invalid_token', 'the user of this access token no longer exists');
     return verified;
   }
 
@@ -129,8 +134,12 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
         issuedAt: iat,
         expiresAt: exp,
       };
-    } catch {
-      throw new ServiceError('invalid_token', 'the access token is invalid or expired');
+    } catch (error) {
+      // jose checks the signature before the claims: only a token this service signed is "expired".
+      if (error instanceof errors.JWTExpired) {
+        throw new ServiceError('invalid_token', 'the access token has expired; refresh it or log in again');
+      }
+      throw new ServiceError('invalid_token', 'the access token is not valid: send one issued by this service');
     }
   }
 

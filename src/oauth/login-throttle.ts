@@ -1,74 +1,73 @@
 import { isIPv6 } from 'node:net';
-import type { RequestContext } from '../audit/audit-trail.js';
-import type { Clock } from '../clock.js';
+import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { keyedHash } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
-import type { Store } from '../store/store.js';
+import type { AttemptLimiter, AttemptPolicy } from '../limits/attempt-limiter.js';
+import { foldUsername } from '../users/accounts.js';
 
-/** Failures allowed per window before each further one earns a growing wait. */
-const FREE_FAILURES: Record<'username' | 'address', number> = { username: 5, address: 20 };
-const WINDOW_MS = 15 * 60_000;
-/** The longest wait: a locked-out owner waits at most this long, never forever. */
-const MAX_BLOCK_SECONDS = 15 * 60;
+/**
+ * Five wrong passwords per username (twenty per address) are judged; from then on each attempt
+ * waits, 2 s doubling to 15 min. Failures 15 minutes old are forgotten.
+ */
+const POLICIES: Record<'username' | 'address', AttemptPolicy> = {
+  username: { free: 5, firstWaitSeconds: 2, maxWaitSeconds: 15 * 60, windowSeconds: 15 * 60 },
+  address: { free: 20, firstWaitSeconds: 2, maxWaitSeconds: 15 * 60, windowSeconds: 15 * 60 },
+};
 
 export interface LoginThrottleDeps {
-  store: Store;
-  clock: Clock;
+  limiter: AttemptLimiter;
+  audit: AuditTrail;
   /** Keys the username scopes, so the table does not list the usernames tried. */
   throttleKey: Buffer;
 }
 
+/** A login attempt counted against its username and address before the password is checked. */
+export interface LoginAttempt {
+  usernameScope: string;
+  addressScope?: string;
+}
+
 /**
- * Slows down password guessing per username and per client address. Unknown usernames are
- * throttled exactly like known ones, so the answer reveals nothing about who exists.
+ * Slows down password guessing per username and per client address. Each attempt is counted
+ * before Argon2 runs, so simultaneous guesses cannot all be judged before any is counted.
+ * Unknown usernames are throttled exactly like known ones, so the answer reveals nothing.
  */
-export function createLoginThrottle({ store, clock, throttleKey }: LoginThrottleDeps) {
-  function usernameScope(username: string) {
-    return { scope: `user:${keyedHash(throttleKey, 'login-username', username)}`, free: FREE_FAILURES.username };
-  }
-
-  function scopes(username: string, context: RequestContext) {
-    const result = [usernameScope(username)];
-    if (context.clientAddress) {
-      result.push({ scope: `address:${clientNetwork(context.clientAddress)}`, free: FREE_FAILURES.address });
+export function createLoginThrottle({ limiter, audit, throttleKey }: LoginThrottleDeps) {
+  /** Counts the attempt; throws 429 `login_throttled` (with Retry-After) while the username or address must wait. */
+  async function reserveLogin(username: string, context: RequestContext): Promise<LoginAttempt> {
+    const attempt: LoginAttempt = {
+      usernameScope: `user:${keyedHash(throttleKey, 'login-username', foldUsername(username))}`,
+      addressScope: context.clientAddress ? `address:${clientNetwork(context.clientAddress)}` : undefined,
+    };
+    const reservation = await limiter.reserve([
+      { scope: attempt.usernameScope, policy: POLICIES.username },
+      ...(attempt.addressScope ? [{ scope: attempt.addressScope, policy: POLICIES.address }] : []),
+    ]);
+    if (reservation.isAllowed) return attempt;
+    // One audit row per block, not one per refused request of a burst.
+    if (reservation.isFirstRefusal) {
+      await audit.record('login', 'throttled', {
+        context,
+        detail: { limit: reservation.refusedScope.split(':')[0] ?? '' },
+      });
     }
-    return result;
+    throw new ServiceError(
+      'login_throttled',
+      `too many failed logins; try again in ${reservation.retryAfterSeconds} s`,
+      reservation.retryAfterSeconds,
+    );
   }
 
-  /** Throws 429 `login_throttled` (with Retry-After) while the username or the address must wait. */
-  async function checkLoginAllowed(username: string, context: RequestContext): Promise<void> {
-    const now = clock.now();
-    for (const { scope } of scopes(username, context)) {
-      const blockedUntil = await store.loginThrottle.findBlockedUntil(scope, now);
-      if (blockedUntil) {
-        const retryAfterSeconds = Math.max(1, Math.ceil((blockedUntil.getTime() - now.getTime()) / 1000));
-        throw new ServiceError(
-          'login_throttled',
-          'too many failed logins; wait before trying again',
-          retryAfterSeconds,
-        );
-      }
-    }
+  /**
+   * The password was right: the username's failures are forgotten (its owner is back), and the
+   * address gets back the attempt counted for this login (one address, many users).
+   */
+  async function loginSucceeded(attempt: LoginAttempt): Promise<void> {
+    await limiter.clear(attempt.usernameScope);
+    if (attempt.addressScope) await limiter.release(attempt.addressScope);
   }
 
-  /** Counts a failed login; past the free failures each one doubles the wait (2 s, 4 s, … 15 min). */
-  async function recordFailure(username: string, context: RequestContext): Promise<void> {
-    const now = clock.now();
-    for (const { scope, free } of scopes(username, context)) {
-      const failures = await store.loginThrottle.countFailure(scope, now, new Date(now.getTime() - WINDOW_MS));
-      if (failures > free) {
-        const waitSeconds = Math.min(2 ** Math.min(failures - free, 20), MAX_BLOCK_SECONDS);
-        await store.loginThrottle.setBlockedUntil(scope, new Date(now.getTime() + waitSeconds * 1000));
-      }
-    }
-  }
-
-  /** A successful login clears its username's failures (not its address's: one address, many users). */
-  async function recordSuccess(username: string): Promise<void> {
-    await store.loginThrottle.clearFailures(usernameScope(username).scope);
-  }
-
-  return { checkLoginAllowed, recordFailure, recordSuccess };
+  return { reserveLogin, loginSucceeded };
 }
 
 export type LoginThrottle = ReturnType<typeof createLoginThrottle>;

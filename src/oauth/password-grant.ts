@@ -5,9 +5,11 @@ import { verifyPassword } from '../crypto/passwords.js';
 import { ServiceError } from '../errors.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import type { BackupCodes } from '../mfa/backup-codes.js';
+import type { GuessBudget } from '../mfa/guess-budget.js';
 import type { OneTimeCodes } from '../mfa/one-time-codes.js';
 import { parsePhoneNumber } from '../mfa/phone-numbers.js';
 import type { Store } from '../store/store.js';
+import { foldUsername } from '../users/accounts.js';
 import type { LoginThrottle } from './login-throttle.js';
 import type { TokenIssuer, TokenResponse } from './token-issuer.js';
 
@@ -27,6 +29,7 @@ export interface PasswordGrantDeps {
   codes: OneTimeCodes;
   backupCodes: BackupCodes;
   throttle: LoginThrottle;
+  guesses: GuessBudget;
   tokens: TokenIssuer;
   audit: AuditTrail;
   metrics: ServiceMetrics;
@@ -41,6 +44,7 @@ export function createPasswordGrant({
   codes,
   backupCodes,
   throttle,
+  guesses,
   tokens,
   audit,
   metrics,
@@ -63,7 +67,9 @@ export function createPasswordGrant({
       return result;
     } catch (error) {
       if (error instanceof ServiceError && error.code === 'invalid_grant') metrics.loginAnswered('invalid_grant');
-      if (error instanceof ServiceError && error.code === 'login_throttled') metrics.loginAnswered('throttled');
+      if (error instanceof ServiceError && (error.code === 'login_throttled' || error.code === 'mfa_throttled')) {
+        metrics.loginAnswered('throttled');
+      }
       throw error;
     }
   }
@@ -72,20 +78,16 @@ export function createPasswordGrant({
     if (request.mfaCode !== undefined && request.backupCode !== undefined) {
       throw new ServiceError('invalid_request', 'send mfa_code or backup_code, not both');
     }
-    try {
-      await throttle.checkLoginAllowed(request.username, context);
-    } catch (error) {
-      await audit.record('login', 'throttled', { context });
-      throw error;
-    }
-    const user = await store.users.findUserByUsername(request.username);
+    // Counted before Argon2 runs, so that simultaneous guesses cannot all be judged; a wrong
+    // password leaves the count, a right one gives it back.
+    const attempt = await throttle.reserveLogin(request.username, context);
+    const user = await store.users.findUserByUsername(request.username, foldUsername(request.username));
     // Unknown users are verified against a decoy hash: same answer, about the same time.
     if (!(await verifyPassword(user?.passwordHash, request.password)) || !user) {
-      await throttle.recordFailure(request.username, context);
       await audit.record('login', 'failed', { userId: user?.id, context, detail: { reason: 'password' } });
       throw new ServiceError('invalid_grant', WRONG_CREDENTIALS);
     }
-    await throttle.recordSuccess(request.username);
+    await throttle.loginSucceeded(attempt);
 
     const grant = {
       userId: user.id,
@@ -102,17 +104,21 @@ export function createPasswordGrant({
     const mfa = await store.mfa.findMfa(user.id);
     if (!mfa?.isEnabled || !mfa.phoneNumber) return succeed(['pwd']);
     if (request.mfaCode !== undefined) {
+      await guesses.reserveGuess(user.id, context);
       const check = await codes.checkCode(user.id, 'login', request.mfaCode);
       if (check.outcome !== 'ok') {
         await audit.record('mfa_code_check', check.outcome, { userId: user.id, context, detail: { purpose: 'login' } });
         throw new ServiceError('invalid_grant', `mfa_code: ${check.description}`);
       }
+      await guesses.guessSucceeded(user.id);
       return succeed(['pwd', 'sms']);
     }
     if (request.backupCode !== undefined) {
+      await guesses.reserveGuess(user.id, context);
       if (!(await backupCodes.spendBackupCode(user.id, request.backupCode, context))) {
         throw new ServiceError('invalid_grant', 'backup_code: the code is wrong or already used');
       }
+      await guesses.guessSucceeded(user.id);
       return succeed(['pwd', 'backup']);
     }
     // Inside the resend cooldown no SMS goes out; the code sent moments ago still works.

@@ -3,19 +3,19 @@ import type { Clock } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { Store } from '../store/store.js';
+import type { Sessions } from './sessions.js';
 import type { TokenIssuer, TokenResponse } from './token-issuer.js';
 
 export interface RefreshGrantDeps {
   store: Store;
   tokens: TokenIssuer;
+  sessions: Sessions;
   audit: AuditTrail;
   clock: Clock;
-  /** A revoked login must outlive the access tokens it may have issued. */
-  accessTokenTtlSeconds: number;
 }
 
 /** RFC 6749 §6 refresh with rotation (RFC 9700 §4.14): each refresh token works once. */
-export function createRefreshGrant({ store, tokens, audit, clock, accessTokenTtlSeconds }: RefreshGrantDeps) {
+export function createRefreshGrant({ store, tokens, sessions, audit, clock }: RefreshGrantDeps) {
   /**
    * New tokens for the refresh token's login, keeping its amr and auth_time; the old token is spent.
    * Throws `invalid_grant` for an unknown, expired, revoked or other client's token; a spent token
@@ -57,10 +57,7 @@ export function createRefreshGrant({ store, tokens, audit, clock, accessTokenTtl
 
   /** Revokes every refresh token of the login and refuses its access tokens from now on. */
   async function revokeLogin(familyId: string, now: Date = clock.now()): Promise<void> {
-    await store.transaction(async (tx) => {
-      await tx.refreshTokens.revokeFamily(familyId, now);
-      await tx.revokedTokens.insertRevokedToken(familyId, new Date(now.getTime() + accessTokenTtlSeconds * 1000));
-    });
+    await store.transaction((tx) => sessions.endSession(tx, familyId, now));
   }
 
   return { grantWithRefreshToken, revokeLogin };

@@ -21,7 +21,11 @@ export interface TokenIssuerDeps {
 
 /** Issues an access token and a refresh token (256 random bits, stored as its SHA-256) for a login. */
 export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSeconds }: TokenIssuerDeps) {
-  /** Tokens for a login; `grant.sessionId` names the refresh-token family (new per login, kept by rotation). */
+  /**
+   * Tokens for a login; `grant.sessionId` names the refresh-token family (new per login, kept by
+   * rotation). The refresh token expires REFRESH_TOKEN_TTL after the login (CONTRACT §14), not
+   * after this refresh: rotation does not make a login last for ever.
+   */
   async function issueTokens(grant: AccessGrant): Promise<TokenResponse> {
     const now = clock.now();
     const access = await accessTokens.issueAccessToken(grant);
@@ -36,7 +40,7 @@ export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSecond
         scope: grant.scope,
         amr: grant.amr,
         authTime: grant.authTime,
-        expiresAt: new Date(now.getTime() + refreshTtlSeconds * 1000),
+        expiresAt: new Date(grant.authTime * 1000 + refreshTtlSeconds * 1000),
       },
       now,
     );

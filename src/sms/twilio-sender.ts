@@ -37,7 +37,10 @@ export function createTwilioSender(config: TwilioConfig): SmsSender {
       } catch (error) {
         if (error instanceof DOMException && error.name === 'TimeoutError') {
           log.warn({ to, timeoutMs: config.timeoutMs }, 'twilio did not answer in time');
-          throw new ServiceError('sms_timeout', 'the SMS provider did not answer in time; try again');
+          throw new ServiceError(
+            'sms_timeout',
+            'the SMS provider did not answer in time; the message may still arrive: use its code, or ask again after the cooldown',
+          );
         }
         log.error({ to, err: error }, 'twilio could not be reached');
         throw new ServiceError('sms_unavailable', 'the SMS provider could not be reached; try again later');

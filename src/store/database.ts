@@ -17,7 +17,10 @@ type IsoTime = string;
 
 export interface UserTable {
   id: string;
+  /** As given at creation. */
   username: string;
+  /** The username folded to lower case: unique, so `alice` and `Alice` are one account. */
+  username_key: string;
   password_hash: string;
   created_at: IsoTime;
 }
@@ -50,6 +53,8 @@ export interface OneTimeCodeTable {
   expires_at: IsoTime;
   used_at: IsoTime | null;
   created_at: IsoTime;
+  /** The cooldown slot its SMS took (`sms_cooldown.reservation_id`). */
+  reservation_id: string | null;
 }
 
 /** The last SMS sent per user and purpose, for the resend cooldown. */
@@ -107,12 +112,17 @@ export interface BackupCodeTable {
   created_at: IsoTime;
 }
 
-/** Failed logins per scope (a username's or an address's keyed hash) and the block they earned. */
+/**
+ * Attempts that may fail, per scope (a username's or an address's keyed hash, a user's second
+ * factor), and the block they earned. Each attempt is counted before it is judged.
+ */
 export interface LoginThrottleTable {
   scope: string;
   failures: number;
   last_failure_at: IsoTime;
   blocked_until: IsoTime | null;
+  /** The block whose first refusal was recorded in the audit trail. */
+  noted_block_until: IsoTime | null;
 }
 
 /** The audit trail: what happened, to whom, from where, with what outcome; never a secret. */

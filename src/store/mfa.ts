@@ -47,17 +47,6 @@ export async function enableSms(db: Executor, userId: string, phoneNumber: strin
   return row !== undefined;
 }
 
-/** Removes the user's MFA state (phone included); returns false when MFA was not on. */
-export async function deleteEnabledMfa(db: Executor, userId: string): Promise<boolean> {
-  const row = await db
-    .deleteFrom('mfa')
-    .where('user_id', '=', userId)
-    .where('enabled', '=', 1)
-    .returning('user_id')
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
 /** How many users have MFA on. */
 export async function countEnabledMfa(db: Executor): Promise<number> {
   const row = await db
@@ -86,8 +75,8 @@ export async function listUsersWithMfa(
   }));
 }
 
-/** Removes the user's MFA state whatever it is (an operator's reset); false when there was none. */
+/** Removes the user's MFA state whatever it is; returns whether MFA was on. */
 export async function deleteMfa(db: Executor, userId: string): Promise<boolean> {
-  const row = await db.deleteFrom('mfa').where('user_id', '=', userId).returning('user_id').executeTakeFirst();
-  return row !== undefined;
+  const row = await db.deleteFrom('mfa').where('user_id', '=', userId).returning('enabled').executeTakeFirst();
+  return row?.enabled === 1;
 }

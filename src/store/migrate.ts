@@ -12,6 +12,8 @@ export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
     // does not exist") when another schema of the database is dropped meanwhile. No migration ran
     // then, so it is tried again.
     if (attempt < 5 && results === undefined && /does not exist/.test(String(error))) continue;
+    // Nothing ran: the database could not be reached or read; its own error says why.
+    if (results === undefined && error instanceof Error) throw error;
     throw new Error(`migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
   }
 }
@@ -33,7 +35,7 @@ export async function checkSchemaIsCurrent(db: Kysely<Database>): Promise<void> 
  * looks for its migration tables in every schema of the database, so another schema's copy
  * (another deployment sharing the database) would make it skip creating its own.
  */
-async function migratorFor(db: Kysely<Database>): Promise<Migrator> {
+export async function migratorFor(db: Kysely<Database>): Promise<Migrator> {
   const provider = { getMigrations: async () => migrations };
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return new Migrator({ db, provider });
   const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);

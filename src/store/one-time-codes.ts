@@ -9,6 +9,8 @@ export interface OneTimeCode {
   attempts: number;
   expiresAt: Date;
   usedAt?: Date;
+  /** The cooldown slot its SMS took. */
+  reservationId?: string;
 }
 
 /** Stores a new code for the user and purpose, replacing (and so killing) any earlier one. */
@@ -25,6 +27,7 @@ export async function replaceCode(
     expires_at: code.expiresAt.toISOString(),
     used_at: null,
     created_at: now.toISOString(),
+    reservation_id: code.reservationId ?? null,
   };
   await db
     .insertInto('one_time_code')
@@ -51,24 +54,26 @@ export async function findCode(db: Executor, userId: string, purpose: CodePurpos
       attempts: row.attempts,
       expiresAt: new Date(row.expires_at),
       usedAt: row.used_at ? new Date(row.used_at) : undefined,
+      reservationId: row.reservation_id ?? undefined,
     }
   );
 }
 
 /**
- * Counts one attempt at the code in a single conditional update. Returns false when the code is
- * spent, replaced, or has had its `maxAttempts` already (a racing attempt may have taken the last).
+ * Counts one attempt at the code in a single conditional update and returns its number. Returns
+ * undefined when the code is spent, replaced, or has had its `maxAttempts` already (a racing
+ * attempt may have taken the last).
  */
-export async function countAttempt(db: Executor, id: string, maxAttempts: number): Promise<boolean> {
+export async function countAttempt(db: Executor, id: string, maxAttempts: number): Promise<number | undefined> {
   const row = await db
     .updateTable('one_time_code')
     .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
     .where('id', '=', id)
     .where('attempts', '<', maxAttempts)
     .where('used_at', 'is', null)
-    .returning('id')
+    .returning('attempts')
     .executeTakeFirst();
-  return row !== undefined;
+  return row?.attempts;
 }
 
 /** Marks the code used. Returns false when a concurrent request used it first. */

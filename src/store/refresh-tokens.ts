@@ -82,3 +82,23 @@ export async function revokeFamily(db: Executor, familyId: string, now: Date): P
     .where('revoked_at', 'is', null)
     .execute();
 }
+
+/**
+ * Revokes every login (refresh-token family) of the user that may still be in use, but
+ * `exceptFamilyId`'s; returns the revoked families' ids.
+ */
+export async function revokeUserFamilies(
+  db: Executor,
+  userId: string,
+  now: Date,
+  exceptFamilyId?: string,
+): Promise<string[]> {
+  let query = db
+    .updateTable('refresh_token')
+    .set({ revoked_at: now.toISOString() })
+    .where('user_id', '=', userId)
+    .where('revoked_at', 'is', null);
+  if (exceptFamilyId !== undefined) query = query.where('family_id', '<>', exceptFamilyId);
+  const rows = await query.returning('family_id').execute();
+  return [...new Set(rows.map((row) => row.family_id))];
+}

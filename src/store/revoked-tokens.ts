@@ -12,10 +12,23 @@ export async function insertRevokedToken(db: Executor, id: string, expiresAt: Da
     .execute();
 }
 
-/** True when any of the ids (a jti, a sid) is revoked. */
-export async function isAnyRevoked(db: Executor, ids: string[]): Promise<boolean> {
-  const row = await db.selectFrom('revoked_token').select('id').where('id', 'in', ids).executeTakeFirst();
-  return row !== undefined;
+/**
+ * What stands between a well-signed access token and its use, in one round trip: whether its
+ * user still exists, and whether any of the ids (its jti, its login's sid) is revoked.
+ */
+export async function findTokenStanding(
+  db: Executor,
+  userId: string,
+  ids: string[],
+): Promise<{ userExists: boolean; isRevoked: boolean }> {
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb.exists(eb.selectFrom('user').select('id').where('id', '=', userId)).as('user_exists'),
+      eb.exists(eb.selectFrom('revoked_token').select('id').where('id', 'in', ids)).as('is_revoked'),
+    ])
+    .executeTakeFirstOrThrow();
+  // SQLite answers 0 or 1, PostgreSQL a boolean.
+  return { userExists: Boolean(row.user_exists), isRevoked: Boolean(row.is_revoked) };
 }
 
 /** Forgets revocations whose tokens have all expired. */

@@ -46,3 +46,8 @@ export async function listSecurityEvents(db: Executor, userId: string, limit: nu
     detail: row.detail ? (JSON.parse(row.detail) as Record<string, string>) : undefined,
   }));
 }
+
+/** Deletes the events that happened before `cutoff` (past the retention window). */
+export async function deleteSecurityEventsBefore(db: Executor, cutoff: Date): Promise<void> {
+  await db.deleteFrom('security_event').where('occurred_at', '<', cutoff.toISOString()).execute();
+}

@@ -2,7 +2,6 @@ import type { Kysely } from 'kysely';
 import * as backupCodes from './backup-codes.js';
 import * as clients from './clients.js';
 import type { Database, Executor } from './database.js';
-import * as loginThrottle from './login-throttle.js';
 import * as mfa from './mfa.js';
 import * as codes from './one-time-codes.js';
 import * as refreshTokens from './refresh-tokens.js';
@@ -11,6 +10,7 @@ import * as securityEvents from './security-events.js';
 import * as secrets from './service-secrets.js';
 import * as signingKeys from './signing-keys.js';
 import * as smsQuota from './sms-quota.js';
+import * as throttle from './throttle.js';
 import * as users from './users.js';
 
 type Repository = Record<string, (db: Executor, ...args: never[]) => unknown>;
@@ -38,7 +38,7 @@ export interface Store {
   signingKeys: Bound<typeof signingKeys>;
   secrets: Bound<typeof secrets>;
   backupCodes: Bound<typeof backupCodes>;
-  loginThrottle: Bound<typeof loginThrottle>;
+  throttle: Bound<typeof throttle>;
   securityEvents: Bound<typeof securityEvents>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
@@ -55,7 +55,7 @@ export function createStore(db: Executor): Store {
     signingKeys: bind(signingKeys, db),
     secrets: bind(secrets, db),
     backupCodes: bind(backupCodes, db),
-    loginThrottle: bind(loginThrottle, db),
+    throttle: bind(throttle, db),
     securityEvents: bind(securityEvents, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>

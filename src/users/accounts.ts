@@ -10,38 +10,58 @@ export const USERNAME_PATTERN = '^[A-Za-z0-9@.+_-]{1,150}$';
 /** NIST SP 800-63B's minimum; the maximum keeps Argon2 input bounded. */
 export const PASSWORD_LENGTH = { min: 8, max: MAX_PASSWORD_LENGTH } as const;
 
+/** Usernames are compared without case: `Alice` and `alice` are one account (and one throttle). */
+export function foldUsername(username: string): string {
+  return username.toLowerCase();
+}
+
 /** User accounts, made and reset by the operator. */
 export function createAccounts({ store, clock, audit }: { store: Store; clock: Clock; audit: AuditTrail }) {
-  /** Creates the user with an Argon2id password hash; throws 400 `invalid_request`, 409 `username_taken`. */
+  /**
+   * Creates the user with an Argon2id password hash, keeping the username's spelling; throws 400
+   * `invalid_request`, 409 `username_taken` (also for the same name in another case).
+   */
   async function createUser(username: string, password: string): Promise<{ id: string; username: string }> {
     if (!new RegExp(USERNAME_PATTERN).test(username)) {
       throw new ServiceError('invalid_request', 'username must be 1 to 150 letters, digits or @.+_-');
     }
-    if ([...password].length < PASSWORD_LENGTH.min || [...password].length > PASSWORD_LENGTH.max) {
+    const length = [...password.normalize('NFC')].length;
+    if (length < PASSWORD_LENGTH.min || length > PASSWORD_LENGTH.max) {
       throw new ServiceError('invalid_request', 'password must be 8 to 1024 characters');
     }
-    const user = { id: randomUUID(), username, passwordHash: await hashPassword(password) };
+    const user = {
+      id: randomUUID(),
+      username,
+      usernameKey: foldUsername(username),
+      passwordHash: await hashPassword(password),
+    };
     if (!(await store.users.insertUser(user, clock.now()))) {
-      throw new ServiceError('username_taken', 'a user with this username exists');
+      throw new ServiceError('username_taken', 'a user with this username exists (usernames ignore case)');
     }
     return { id: user.id, username };
   }
 
-  /** Turns the user's MFA off and drops phone, codes and backup codes (the user lost the phone). */
-  async function resetMfa(username: string): Promise<{ wasEnabled: boolean }> {
-    const user = await store.users.findUserByUsername(username);
-    if (!user) throw new ServiceError('not_found', 'no such user');
-    const wasEnabled = (await store.mfa.findMfa(user.id))?.isEnabled ?? false;
-    await store.transaction(async (tx) => {
-      await tx.mfa.deleteMfa(user.id);
-      await tx.codes.deleteCodes(user.id);
-      await tx.backupCodes.deleteBackupCodes(user.id);
-    });
-    await audit.record('mfa_disabled', 'reset_by_operator', { userId: user.id });
-    return { wasEnabled };
+  /** The user with this username (in any case), or throws 404 `not_found`. */
+  async function getUser(username: string) {
+    const user = await store.users.findUserByUsername(username, foldUsername(username));
+    if (!user) throw new ServiceError('not_found', `no user is called "${username}"`);
+    return user;
   }
 
-  return { createUser, resetMfa, listUsers: () => store.mfa.listUsersWithMfa() };
+  /** The user with this id, or throws 404 `not_found`. */
+  async function getUserById(userId: string) {
+    const user = await store.users.findUserById(userId);
+    if (!user) throw new ServiceError('not_found', 'no user has this id');
+    return user;
+  }
+
+  /** Deletes the user with everything of theirs: factors, codes, tokens; throws 404 `not_found`. */
+  async function deleteUser(userId: string): Promise<void> {
+    if (!(await store.users.deleteUser(userId))) throw new ServiceError('not_found', 'no such user');
+    await audit.record('user_deleted', 'succeeded', { userId });
+  }
+
+  return { createUser, getUser, getUserById, deleteUser, listUsers: () => store.mfa.listUsersWithMfa() };
 }
 
 export type Accounts = ReturnType<typeof createAccounts>;

@@ -240,6 +240,11 @@ describe('the /mfa/ endpoints refuse a missing, malformed or forged access token
     await expectStatus(service.call('/mfa/', { token }), 200);
     service.clock.advance(2);
     await expectRefusedEverywhere(`Bearer ${token}`);
+    // Expired says so, and what to do; a token that never was valid does not.
+    const expired = await expectStatus(service.call('/mfa/', { token }), 401);
+    assert.equal(expired.error_description, 'the access token has expired; refresh it or log in again');
+    const garbage = await expectStatus(service.call('/mfa/', { token: `${token.slice(0, -4)}AAAA` }), 401);
+    assert.doesNotMatch(garbage.error_description, /expired/);
     // A new login still works at the new time.
     await expectStatus(service.call('/mfa/', { token: await realToken() }), 200);
   });

@@ -13,7 +13,7 @@ import { expectStatus, nextPhone, type Service, startService } from '../support/
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN = fileURLToPath(new URL('../../dist/cli/admin.js', import.meta.url));
 const PASSWORD = 'correct horse battery';
-const COMMANDS = ['create-user', 'create-client', 'reset-mfa', 'list-users', 'rotate-signing-key'];
+const COMMANDS = ['create-user', 'create-client', 'reset-mfa', 'delete-user', 'list-users', 'rotate-signing-key'];
 
 interface Run {
   code: number | null;
@@ -193,7 +193,7 @@ describe('admin CLI', { concurrency: 4 }, () => {
 
   test('list-users shows each user’s MFA state, the phone masked; reset-mfa turns MFA off', async () => {
     const phone = nextPhone();
-    const { userId } = await service.createUserWithMfa('cli-phone-lost', PASSWORD, phone);
+    const { userId, token: thiefToken } = await service.createUserWithMfa('cli-phone-lost', PASSWORD, phone);
     await service.createUser('cli-no-mfa', PASSWORD);
     assert.deepEqual(await expectStatus(service.login('cli-phone-lost', PASSWORD), 200), {
       mfa_required: true,
@@ -213,6 +213,8 @@ describe('admin CLI', { concurrency: 4 }, () => {
     const reset = await admin(['reset-mfa', 'cli-phone-lost']);
     assert.equal(reset.code, 0, reset.stderr);
     assert.match(reset.stdout, /MFA reset for cli-phone-lost/);
+    // Every login made before the reset ends: a thief holding the phone's login is out too.
+    await expectStatus(service.call('/mfa/', { token: thiefToken }), 401);
 
     // The password alone now gives tokens; status, phone and backup codes are gone.
     const tokens = await expectStatus(service.login('cli-phone-lost', PASSWORD), 200);
@@ -271,7 +273,7 @@ describe('admin CLI', { concurrency: 4 }, () => {
       admin(['reset-mfa', 'cli-nobody']),
       admin(['list-users'], { env: { DATABASE_URL: 'mysql://nowhere' } }),
     ]);
-    assertRefused(unknown, 1, /^error: no such user/m);
+    assertRefused(unknown, 1, /^error: no user is called "cli-nobody"/m);
     assertRefused(badDatabase, 1, /DATABASE_URL/);
     for (const run of [unknown, badDatabase]) assert.equal(run.stderr.trimEnd().split('\n').length, 1, run.stderr);
   });

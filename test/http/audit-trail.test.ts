@@ -23,8 +23,14 @@ describe('the audit trail', () => {
     const code = service.twilio.lastCodeFor(`+${phone}`);
     const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0');
     await expectStatus(service.login(username, PASSWORD, { mfa_code: wrong }), 400);
-    // Four more wrong codes use up the 5 attempts; the sixth finds the code dead.
-    for (let attempt = 0; attempt < 5; attempt++) await service.login(username, PASSWORD, { mfa_code: wrong });
+    // Four more wrong codes use up the 5 attempts and the guess budget's free run: the sixth waits,
+    // and after the wait finds the code dead.
+    for (let attempt = 0; attempt < 4; attempt++)
+      await expectStatus(service.login(username, PASSWORD, { mfa_code: wrong }), 400);
+    await expectStatus(service.login(username, PASSWORD, { mfa_code: wrong }), 429);
+    service.clock.advance(60);
+    await expectStatus(service.login(username, PASSWORD, { mfa_code: wrong }), 400);
+    service.clock.advance(120);
     const backup = (await expectStatus(service.call('/mfa/recovery/', { method: 'POST', token }), 200)).backup_codes;
     const tokens = await expectStatus(service.login(username, PASSWORD, { backup_code: backup[0] }), 200);
     const refreshed = await expectStatus(
@@ -52,6 +58,7 @@ describe('the audit trail', () => {
       'login:failed',
       'mfa_code_check:wrong',
       'mfa_code_check:dead',
+      'mfa_throttled:refused',
       'backup_codes_regenerated:succeeded',
       'backup_code_used:succeeded',
       'refresh_token_reuse:login_revoked',

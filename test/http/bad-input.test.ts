@@ -240,12 +240,13 @@ describe('content types', () => {
         [undefined, new TextEncoder().encode(json)],
       ];
       for (const [contentType, body] of cases) {
-        await expectError(
+        const refused = await expectError(
           send(endpoint, body, contentType),
           415,
           'unsupported_media_type',
           label(endpoint, contentType ?? 'no content type'),
         );
+        assert.match(refused.error_description, /application\/json/, 'the answer names the type to send');
       }
     }
   });
@@ -460,8 +461,8 @@ describe('routes and methods', () => {
       ['GET', '/mfa/oauth2/token/', ['POST']],
       ['PUT', '/mfa/oauth2/token/', ['POST']],
       ['GET', '/mfa/oauth2/token/?grant_type=password', ['POST']],
-      ['GET', '/admin/users', ['POST']],
-      ['DELETE', '/admin/users', ['POST']],
+      ['PATCH', '/admin/users', ['GET', 'POST']],
+      ['DELETE', '/admin/users', ['GET', 'POST']],
       ['GET', '/admin/clients/', ['POST']],
     ];
     for (const [method, path, allowed] of cases) {

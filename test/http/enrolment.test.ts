@@ -99,6 +99,15 @@ describe('PUT /mfa/sms/request/', () => {
       assert.equal(body.error, 'invalid_request', `for ${JSON.stringify(phone)}`);
       assert.equal(typeof body.error_description, 'string');
     }
+    // Advice, not a regular expression: what to send instead.
+    for (const phone of ['+14155552671', '1 415 555 2671', 4155552671]) {
+      const body = await expectStatus(requestCode(token, phone), 400);
+      assert.equal(
+        body.error_description,
+        'phone_number: expected a string of 7 to 15 digits, country code first, without + or spaces, e.g. "14155552671"',
+      );
+      assert.doesNotMatch(body.error_description, /pattern|\^/);
+    }
     assert.equal(
       (await expectStatus(service.call('/mfa/sms/request/', { method: 'PUT', token, body: {} }), 400)).error,
       'invalid_request',

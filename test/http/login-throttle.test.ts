@@ -17,8 +17,6 @@ describe('login throttling', () => {
     for (let attempt = 0; attempt < 5; attempt++) {
       assert.equal((await expectStatus(service.login('throttle-known', 'wrong'), 400)).error, 'invalid_grant');
     }
-    // The sixth failure is still answered, and earns the first wait.
-    await expectStatus(service.login('throttle-known', 'wrong'), 400);
     const throttled = await service.login('throttle-known', PASSWORD);
     assert.equal(throttled.status, 429);
     assert.equal(throttled.headers.get('retry-after'), '2');
@@ -30,12 +28,12 @@ describe('login throttling', () => {
 
   test('the real user is not locked out forever: after the wait the right password works and clears the count', async () => {
     await service.createUser('throttle-owner', PASSWORD);
-    for (let attempt = 0; attempt < 6; attempt++) await expectStatus(service.login('throttle-owner', 'wrong'), 400);
+    for (let attempt = 0; attempt < 5; attempt++) await expectStatus(service.login('throttle-owner', 'wrong'), 400);
     await expectStatus(service.login('throttle-owner', PASSWORD), 429);
     service.clock.advance(2);
     await expectStatus(service.login('throttle-owner', PASSWORD), 200);
-    // The success cleared the count: 5 more failures are free again.
-    for (let attempt = 0; attempt < 5; attempt++) await expectStatus(service.login('throttle-owner', 'wrong'), 400);
+    // The success cleared the count: 4 more failures leave the right password its turn.
+    for (let attempt = 0; attempt < 4; attempt++) await expectStatus(service.login('throttle-owner', 'wrong'), 400);
     await expectStatus(service.login('throttle-owner', PASSWORD), 200);
   });
 
@@ -79,19 +77,113 @@ describe('login throttling', () => {
 
   test('one address guessing across many usernames is throttled after 20 failures', async () => {
     const statuses: number[] = [];
-    for (let attempt = 0; attempt < 22; attempt++) {
+    for (let attempt = 0; attempt < 21; attempt++) {
       const response = await service.login(`spray-${attempt}`, 'wrong');
       statuses.push(response.status);
       await response.body?.cancel();
     }
-    assert.deepEqual(statuses.slice(0, 21), Array(21).fill(400));
-    assert.equal(statuses[21], 429);
+    assert.deepEqual(statuses.slice(0, 20), Array(20).fill(400));
+    assert.equal(statuses[20], 429);
+  });
+
+  test('usernames that differ only in case share one count', async () => {
+    await service.createUser('Throttle-Case', PASSWORD);
+    for (const name of ['throttle-case', 'THROTTLE-CASE', 'Throttle-Case', 'tHROTTLE-cASE', 'throttle-Case']) {
+      await expectStatus(service.login(name, 'wrong'), 400);
+    }
+    assert.equal((await expectStatus(service.login('throttle-case', PASSWORD), 429)).error, 'login_throttled');
   });
 });
 
-/** 21 wrong passwords for as many usernames, each sent with `forwardedFor` as X-Forwarded-For. */
+describe('the throttle holds under concurrency (CONTRACT §13)', () => {
+  /** Sends every login at once and returns the statuses, after checking each answer's shape. */
+  async function all(logins: Promise<Response>[]) {
+    const responses = await Promise.all(logins);
+    const bodies = await Promise.all(responses.map((response) => response.json() as Promise<{ error?: string }>));
+    for (const [index, response] of responses.entries()) {
+      const expected = response.status === 429 ? 'login_throttled' : 'invalid_grant';
+      assert.equal(bodies[index]?.error, expected, `answer ${index}: ${response.status}`);
+      if (response.status === 429) assert.ok(Number(response.headers.get('retry-after')) >= 1);
+    }
+    return responses.map((response) => response.status);
+  }
+
+  test('of 50 simultaneous wrong passwords for one username, at most 5 are judged and the rest answer 429', async () => {
+    await service.createUser('throttle-race', PASSWORD);
+    const statuses = await all(Array.from({ length: 50 }, () => service.login('throttle-race', 'wrong')));
+    const judged = statuses.filter((status) => status === 400).length;
+    assert.ok(judged >= 1 && judged <= 5, `judged ${judged}: ${statuses}`);
+    assert.equal(statuses.filter((status) => status === 429).length, 50 - judged);
+    // Nothing more gets through afterwards either, the right password included.
+    await expectStatus(service.login('throttle-race', PASSWORD), 429);
+  });
+
+  test('of 50 simultaneous wrong passwords from one address for 50 usernames, at most 20 are judged', async () => {
+    const statuses = await all(Array.from({ length: 50 }, (_, index) => service.login(`race-${index}`, 'wrong')));
+    const judged = statuses.filter((status) => status === 400).length;
+    assert.ok(judged >= 1 && judged <= 20, `judged ${judged}: ${statuses}`);
+  });
+
+  test('a right password gives its count back: 4 wrong, the right one, then 5 more are judged', async () => {
+    await service.createUser('throttle-release', PASSWORD);
+    for (let attempt = 0; attempt < 4; attempt++) await expectStatus(service.login('throttle-release', 'wrong'), 400);
+    await expectStatus(service.login('throttle-release', PASSWORD), 200);
+    for (let attempt = 0; attempt < 5; attempt++) await expectStatus(service.login('throttle-release', 'wrong'), 400);
+    await expectStatus(service.login('throttle-release', 'wrong'), 429);
+  });
+});
+
+describe('the audit trail of throttling', () => {
+  test('a burst of throttled attempts writes one audit row per block, not one per request', async () => {
+    await service.createUser('throttle-burst', PASSWORD);
+    for (let attempt = 0; attempt < 5; attempt++) await expectStatus(service.login('throttle-burst', 'wrong'), 400);
+    for (let attempt = 0; attempt < 100; attempt++) await expectStatus(service.login('throttle-burst', 'wrong'), 429);
+    assert.equal(await throttledRows(service), 1);
+    // The next block (after the wait, one more failure) is reported once more.
+    service.clock.advance(2);
+    await expectStatus(service.login('throttle-burst', 'wrong'), 400);
+    for (let attempt = 0; attempt < 50; attempt++) await expectStatus(service.login('throttle-burst', 'wrong'), 429);
+    assert.equal(await throttledRows(service), 2);
+  });
+
+  test('events older than AUDIT_RETENTION_DAYS are deleted', async () => {
+    const shortMemory = await startService({ env: { AUDIT_RETENTION_DAYS: '30' } });
+    try {
+      await shortMemory.createUser('forgotten', PASSWORD);
+      await expectStatus(shortMemory.login('forgotten', 'wrong'), 400);
+      await expectStatus(shortMemory.login('forgotten', PASSWORD), 200);
+      assert.equal(await eventRows(shortMemory), 2);
+      shortMemory.clock.advance(29 * 86_400);
+      await expectStatus(shortMemory.login('forgotten', PASSWORD), 200);
+      assert.equal(await eventRows(shortMemory), 3, 'events inside the window are kept');
+      shortMemory.clock.advance(2 * 86_400);
+      await expectStatus(shortMemory.login('forgotten', PASSWORD), 200);
+      assert.equal(await eventRows(shortMemory), 2, 'the two events past 30 days are gone');
+    } finally {
+      await shortMemory.close();
+    }
+  });
+});
+
+/** The rows of one table, read from the database. */
+async function rowsOf(service: Service, table: string): Promise<Record<string, unknown>[]> {
+  const line = (await service.dumpDatabase()).split('\n').find((candidate) => candidate.startsWith(`${table}: `));
+  assert.ok(line, `the database has a ${table} table`);
+  return JSON.parse(line.slice(table.length + 2));
+}
+
+async function throttledRows(service: Service) {
+  const rows = await rowsOf(service, 'security_event');
+  return rows.filter((row) => row.type === 'login' && row.outcome === 'throttled').length;
+}
+
+async function eventRows(service: Service) {
+  return (await rowsOf(service, 'security_event')).length;
+}
+
+/** 20 wrong passwords for as many usernames, each sent with `forwardedFor` as X-Forwarded-For. */
 async function spray(service: Service, forwardedFor: (attempt: number) => string) {
-  for (let attempt = 0; attempt < 21; attempt++) {
+  for (let attempt = 0; attempt < 20; attempt++) {
     const response = await service.call('/mfa/oauth2/token/', {
       method: 'POST',
       headers: { 'x-forwarded-for': forwardedFor(attempt) },
@@ -131,6 +223,35 @@ describe('client addresses behind a load balancer', () => {
       assert.ok(
         JSON.stringify(events).includes('203.0.113.8'),
         'the audit trail records the client behind the balancer',
+      );
+    } finally {
+      await behindBalancer.close();
+    }
+  });
+
+  test('entries of X-Forwarded-For that are not addresses are skipped, never taken as the client', async () => {
+    const behindBalancer = await startService({ env: { TRUST_PROXY: '127.0.0.1' } });
+    try {
+      const userId = await behindBalancer.createUser('someone-else', PASSWORD);
+      const cases: [string, string][] = [
+        ['not-an-ip-1', '127.0.0.1'],
+        ['1.2.3.4:5555', '127.0.0.1'],
+        ['999.1.1.1', '127.0.0.1'],
+        ['203.0.113.9, not-an-ip-1', '203.0.113.9'],
+        ['203.0.113.10, 999.1.1.1, 1.2.3.4:5555', '203.0.113.10'],
+      ];
+      for (const [forwardedFor] of cases) {
+        await expectStatus(loginFrom(behindBalancer, forwardedFor), 200);
+        behindBalancer.clock.advance(1); // so that the events' order is the logins'
+      }
+      const events = await expectStatus(
+        behindBalancer.call(`/admin/users/${userId}/events`, { token: ADMIN_TOKEN }),
+        200,
+      );
+      const addresses = events.events.map((event: { client_address: string }) => event.client_address).reverse();
+      assert.deepEqual(
+        addresses,
+        cases.map(([, address]) => address),
       );
     } finally {
       await behindBalancer.close();

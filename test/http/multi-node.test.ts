@@ -123,8 +123,42 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
     );
     const statuses = responses.map((response) => response.status);
     assert.equal(statuses.filter((status) => status === 200).length, 1, `statuses: ${statuses}`);
+    // Attempts are counted before they are judged: past the allowance, 429 without judging.
     assert.ok(
-      statuses.every((status) => status === 200 || status === 400),
+      statuses.every((status) => status === 200 || status === 400 || status === 429),
+      `statuses: ${statuses}`,
+    );
+  });
+
+  test('of 50 simultaneous wrong passwords for one username spread over both nodes, at most 5 are judged', async () => {
+    const username = await createUser(0);
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, index) =>
+        call(index, '/mfa/oauth2/token/', {
+          method: 'POST',
+          body: { grant_type: 'password', username, password: 'not the password' },
+        }),
+      ),
+    );
+    const statuses = responses.map((response) => response.status);
+    const judged = statuses.filter((status) => status === 400).length;
+    assert.ok(judged >= 1 && judged <= 5, `statuses: ${statuses}`);
+    assert.equal(statuses.filter((status) => status === 429).length, 50 - judged);
+  });
+
+  test('of 20 simultaneous wrong codes spread over both nodes, at most 5 are judged (one guess budget)', async () => {
+    const { username, e164 } = await createMfaUser();
+    await expectStatus(login(1, username), 200);
+    const code = twilio.lastCodeFor(e164);
+    const wrong = String((Number(code) + 1) % 1_000_000).padStart(6, '0');
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => login(index, username, { mfa_code: wrong })),
+    );
+    const statuses = responses.map((response) => response.status);
+    const judged = statuses.filter((status) => status === 400).length;
+    assert.ok(judged >= 1 && judged <= 5, `statuses: ${statuses}`);
+    assert.ok(
+      statuses.every((status) => status === 400 || status === 429),
       `statuses: ${statuses}`,
     );
   });

@@ -110,6 +110,8 @@ describe('password grant, MFA on', () => {
         'invalid_grant',
       );
     }
+    // Past the user's guess budget's first wait, the code itself is found dead.
+    service.clock.advance(60);
     const body = await expectStatus(service.login(name, PASSWORD, { mfa_code: code }), 400);
     assert.equal(body.error, 'invalid_grant');
     assert.match(body.error_description, /too many/);
@@ -145,7 +147,7 @@ describe('password grant, MFA on', () => {
     assert.equal(body.error, 'invalid_grant');
   });
 
-  test('of 20 simultaneous logins with one code, exactly one gets tokens and none gets a 5xx', async () => {
+  test('of 20 simultaneous logins with one code, exactly one gets tokens, the others are refused or throttled, none gets a 5xx', async () => {
     const { username: name, e164 } = await mfaUser();
     await expectStatus(service.login(name, PASSWORD), 200);
     const code = service.twilio.lastCodeFor(e164);
@@ -156,11 +158,18 @@ describe('password grant, MFA on', () => {
     const statuses = responses.map((response) => response.status);
     assert.equal(statuses.filter((status) => status === 200).length, 1, `statuses: ${statuses}`);
     assert.equal(bodies.filter((body) => typeof body.access_token === 'string').length, 1);
+    // Attempts are counted before they are judged: past the throttles' allowance, 429 without judging.
     assert.ok(
-      statuses.every((status) => status === 200 || status === 400),
+      statuses.every((status) => status === 200 || status === 400 || status === 429),
       `statuses: ${statuses}`,
     );
-    assert.ok(bodies.every((body) => body.access_token !== undefined || body.error === 'invalid_grant'));
+    assert.ok(
+      bodies.every(
+        (body) =>
+          body.access_token !== undefined ||
+          ['invalid_grant', 'login_throttled', 'mfa_throttled'].includes(body.error as string),
+      ),
+    );
   });
 });
 
@@ -189,12 +198,12 @@ describe('a wrong password reveals nothing', () => {
     const sent = service.twilio.messages.length;
 
     const withoutMfa = await expectStatus(service.login(plain, 'wrong password'), 400);
-    // Each failure past the fifth earns a wait of 2^(n-5) s from the login throttle: wait it out.
+    // The n-th failure from the fifth on earns a wait of 2^(n-4) s from the login throttle: wait it out.
     let failures = 0;
     const wrongLogin = async (extra: Record<string, string> = {}) => {
       const body = await expectStatus(service.login(name, 'wrong password', extra), 400);
       failures += 1;
-      service.clock.advance(failures > 5 ? 2 ** (failures - 5) : 0);
+      service.clock.advance(failures >= 5 ? 2 ** (failures - 4) : 0);
       return body;
     };
     assert.deepEqual(await wrongLogin(), withoutMfa);

@@ -325,6 +325,18 @@ describe('bad configuration stops start-up with one line naming the variable', {
       'TWILIO_ACCOUNT_SID',
     ],
     ['SMS_ALLOWED_COUNTRIES=XX', { SMS_ALLOWED_COUNTRIES: 'XX' }, 'SMS_ALLOWED_COUNTRIES'],
+    [
+      'NODE_ENV=production without SECRET_KEY',
+      {
+        NODE_ENV: 'production',
+        SMS_PROVIDER: 'twilio',
+        TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000001',
+        TWILIO_AUTH_TOKEN: 'twilio-auth-token',
+        TWILIO_FROM: '+15005550006',
+      },
+      'SECRET_KEY',
+    ],
+    ['ADMIN_TOKEN that no bearer header can carry', { ADMIN_TOKEN: 'a token with spaces in it' }, 'ADMIN_TOKEN'],
   ];
   for (const [name, env, variable] of cases) {
     test(`${name}: exit code ≠ 0, one stderr line naming ${variable}`, { timeout: 60_000 }, async () => {
@@ -340,6 +352,46 @@ describe('bad configuration stops start-up with one line naming the variable', {
       assert.ok(!existsSync(join(service.cwd, 'data')), 'no database was created');
     });
   }
+});
+
+describe('what stops start-up is said in one line, not a stack trace', { concurrency: 2, skip }, () => {
+  /** Starts the service, expects it to exit at once with one stderr line matching `expected`. */
+  async function expectOneLine(env: Record<string, string>, expected: RegExp, cwd?: string) {
+    const service = startProcess({ PORT: String(await freePort()), ...env }, cwd);
+    const exit = await exitWithin(service, START_LIMIT_MS);
+    assert.notEqual(exit.code, 0);
+    const lines = service.stderr().trimEnd().split('\n');
+    assert.equal(lines.length, 1, `stderr:\n${service.stderr()}`);
+    assert.match(lines[0] ?? '', expected);
+    assert.doesNotMatch(lines[0] ?? '', /\bat .+:\d+:\d+/, 'a message, not a stack trace');
+  }
+
+  test('the port is in use', { timeout: 60_000 }, async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = String((taken.address() as AddressInfo).port);
+      await expectOneLine({ PORT: port }, new RegExp(`^start-up failed: PORT ${port} .*already in use`));
+    } finally {
+      taken.close();
+    }
+  });
+
+  test('the database cannot be reached', { timeout: 60_000 }, async () => {
+    await expectOneLine(
+      { DATABASE_URL: 'postgres://nobody:secret@127.0.0.1:1/mfa' },
+      /^start-up failed: DATABASE_URL postgres:\/\/127\.0\.0\.1:1\/mfa cannot be used/,
+    );
+  });
+
+  test('SECRET_KEY is not the one the signing keys were sealed with', { timeout: 60_000 }, async () => {
+    const cwd = temporaryDirectory();
+    const first = startProcess({ PORT: String(await freePort()), SECRET_KEY: 'a'.repeat(32) }, cwd);
+    await waitUntilServing(first);
+    first.child.kill('SIGTERM');
+    await exitWithin(first, 10_000);
+    await expectOneLine({ SECRET_KEY: 'b'.repeat(32) }, /^start-up failed: .*SECRET_KEY differs/, cwd);
+  });
 });
 
 /** The pid's open files, from /proc (Linux); undefined where there is no /proc. */

@@ -33,24 +33,28 @@ export async function startFakeTwilio() {
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     };
     if (request.method !== 'POST' || !match?.[1]) return reply(404, { code: 20404, message: 'not found', status: 404 });
+    if (behaviour === 'fail') return reply(500, { code: 20500, message: 'internal server error', status: 500 });
+    const to = form.get('To') ?? '';
+    const take = () =>
+      messages.push({
+        accountSid: decodeURIComponent(match[1] ?? ''),
+        authorization: request.headers.authorization ?? '',
+        to,
+        from: form.get('From') ?? undefined,
+        messagingServiceSid: form.get('MessagingServiceSid') ?? undefined,
+        body: form.get('Body') ?? '',
+      });
+    // Hanging, the message is taken but never answered: it may well be delivered.
     if (behaviour === 'hang') {
+      take();
       hanging.add(response);
       return;
     }
-    if (behaviour === 'fail') return reply(500, { code: 20500, message: 'internal server error', status: 500 });
-    const to = form.get('To') ?? '';
     const refusal = refusedNumbers.get(to);
     if (refusal !== undefined) {
       return reply(400, { code: refusal, message: `The 'To' number ${to} is not valid.`, status: 400 });
     }
-    messages.push({
-      accountSid: decodeURIComponent(match[1]),
-      authorization: request.headers.authorization ?? '',
-      to,
-      from: form.get('From') ?? undefined,
-      messagingServiceSid: form.get('MessagingServiceSid') ?? undefined,
-      body: form.get('Body') ?? '',
-    });
+    take();
     reply(201, { sid: `SM${messages.length}`, status: 'queued', to, body: form.get('Body') });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -66,7 +70,7 @@ export async function startFakeTwilio() {
     refuse(e164: string, code = 21211) {
       refusedNumbers.set(e164, code);
     },
-    /** From now on: deliver (default), fail with a 500, or hang without answering. */
+    /** From now on: deliver (default), fail with a 500, or take the message and never answer. */
     behave(next: Behaviour) {
       behaviour = next;
     },

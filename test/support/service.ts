@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { buildApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config.js';
@@ -94,6 +94,10 @@ export async function startService(options: ServiceOptions = {}) {
         }),
       );
       return dumps.join('\n');
+    },
+    /** Runs a statement on the service's database, as an older version or an operator would. */
+    async execute(query: RawBuilder<unknown>): Promise<void> {
+      await query.execute(db);
     },
     /** Everything the server logged so far. */
     log: () => logLines.join(''),

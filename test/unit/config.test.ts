@@ -69,8 +69,10 @@ describe('loadConfig defaults', () => {
     const config = loadConfig({
       PORT: '0',
       DATABASE_URL: 'postgres://user:pass@db:5432/mfa',
-      ADMIN_TOKEN: 'a'.repeat(16),
+      ADMIN_TOKEN: 'aZ09._~+/=-'.repeat(2),
       SECRET_KEY: 'k'.repeat(32),
+      AUDIT_RETENTION_DAYS: '30',
+      SMS_ENROLMENT_HOURLY_LIMIT: '400',
       ACCESS_TOKEN_TTL: '60',
       REFRESH_TOKEN_TTL: '31536000',
       LOG_LEVEL: 'warn',
@@ -80,7 +82,10 @@ describe('loadConfig defaults', () => {
     });
     assert.equal(config.port, 0);
     assert.equal(config.databaseUrl, 'postgres://user:pass@db:5432/mfa');
-    assert.equal(config.adminToken, 'a'.repeat(16));
+    assert.equal(config.adminToken, 'aZ09._~+/=-'.repeat(2));
+    assert.equal(config.auditRetentionDays, 30);
+    assert.equal(config.smsLimits.enrolmentPerHour, 400);
+    assert.equal(config.smsLimits.globalPerHour, 1000);
     assert.equal(config.secretKey, 'k'.repeat(32));
     assert.equal(config.accessTokenTtlSeconds, 60);
     assert.equal(config.refreshTokenTtlSeconds, 31_536_000);
@@ -113,6 +118,14 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ TRUST_PROXY: '10.0.0.1,,10.0.0.2' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: 'lb.internal' }, 'TRUST_PROXY'],
     [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
+    // Characters a bearer token cannot carry (RFC 6750 b64token): such a token could never match.
+    [{ ADMIN_TOKEN: 'an admin token with spaces' }, 'ADMIN_TOKEN'],
+    [{ ADMIN_TOKEN: 'admin-token-with-"quotes"' }, 'ADMIN_TOKEN'],
+    [{ ADMIN_TOKEN: 'admin-token-ünïcode-000' }, 'ADMIN_TOKEN'],
+    [{ METRICS_TOKEN: 'metrics token with spaces' }, 'METRICS_TOKEN'],
+    [{ AUDIT_RETENTION_DAYS: '0' }, 'AUDIT_RETENTION_DAYS'],
+    [{ SMS_ENROLMENT_HOURLY_LIMIT: '1000' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],
+    [{ SMS_GLOBAL_HOURLY_LIMIT: '100', SMS_ENROLMENT_HOURLY_LIMIT: '100' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],
     [{ SECRET_KEY: 'k'.repeat(31) }, 'SECRET_KEY'],
     [{ ACCESS_TOKEN_TTL: '0' }, 'ACCESS_TOKEN_TTL'],
     [{ ACCESS_TOKEN_TTL: '86401' }, 'ACCESS_TOKEN_TTL'],
@@ -148,8 +161,12 @@ describe('loadConfig for production', () => {
     assert.throws(() => loadConfig({ NODE_ENV: 'production', SMS_PROVIDER: 'console' }), namesVariable('SMS_PROVIDER'));
   });
 
-  test('NODE_ENV=production with Twilio configured starts, flagged as production', () => {
-    const config = loadConfig({ NODE_ENV: 'production', ...TWILIO });
+  test('NODE_ENV=production refuses to start without SECRET_KEY, which keeps the signing keys sealed', () => {
+    assert.throws(() => loadConfig({ NODE_ENV: 'production', ...TWILIO }), namesVariable('SECRET_KEY'));
+  });
+
+  test('NODE_ENV=production with Twilio and SECRET_KEY configured starts, flagged as production', () => {
+    const config = loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'k'.repeat(32), ...TWILIO });
     assert.equal(config.isProduction, true);
     assert.equal(config.sms.kind, 'twilio');
   });

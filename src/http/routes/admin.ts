@@ -1,8 +1,7 @@
 import type { AuditTrail } from '../../audit/audit-trail.js';
-import { ServiceError } from '../../errors.js';
+import type { MfaRemoval } from '../../mfa/mfa-removal.js';
 import type { Clients } from '../../oauth/clients.js';
 import type { SigningKeys } from '../../oauth/signing-keys.js';
-import type { Store } from '../../store/store.js';
 import type { Accounts } from '../../users/accounts.js';
 import type { App, RequestGuard } from '../app-types.js';
 import {
@@ -14,6 +13,8 @@ import {
   SecurityEvents,
   SigningKeyCreated,
   UserIdParams,
+  UserLookupQuery,
+  UserSummary,
 } from '../schemas.js';
 
 export interface AdminRouteDeps {
@@ -21,11 +22,11 @@ export interface AdminRouteDeps {
   clients: Clients;
   keys: SigningKeys;
   audit: AuditTrail;
-  store: Store;
+  removal: MfaRemoval;
   requireAdmin: RequestGuard;
 }
 
-export function adminRoutes(app: App, { accounts, clients, keys, audit, store, requireAdmin }: AdminRouteDeps) {
+export function adminRoutes(app: App, { accounts, clients, keys, audit, removal, requireAdmin }: AdminRouteDeps) {
   app.post(
     '/admin/users',
     {
@@ -34,6 +35,46 @@ export function adminRoutes(app: App, { accounts, clients, keys, audit, store, r
     },
     async (request, reply) =>
       reply.code(201).send(await accounts.createUser(request.body.username, request.body.password)),
+  );
+
+  app.get(
+    '/admin/users',
+    {
+      schema: {
+        querystring: UserLookupQuery,
+        response: { 200: UserSummary, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+      },
+      onRequest: requireAdmin,
+    },
+    async (request) => {
+      const user = await accounts.getUser(request.query.username);
+      return { id: user.id, username: user.username };
+    },
+  );
+
+  app.delete(
+    '/admin/users/:id',
+    {
+      schema: { params: UserIdParams, response: { 204: {}, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await accounts.deleteUser(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.delete(
+    '/admin/users/:id/mfa',
+    {
+      schema: { params: UserIdParams, response: { 204: {}, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await accounts.getUserById(request.params.id);
+      await removal.removeAllFactors(request.params.id, { by: 'operator' });
+      return reply.code(204).send();
+    },
   );
 
   app.post(
@@ -61,7 +102,7 @@ export function adminRoutes(app: App, { accounts, clients, keys, audit, store, r
       onRequest: requireAdmin,
     },
     async (request) => {
-      if (!(await store.users.userExists(request.params.id))) throw new ServiceError('not_found', 'no such user');
+      await accounts.getUserById(request.params.id);
       const events = await audit.listEvents(request.params.id);
       return {
         events: events.map((event) => ({

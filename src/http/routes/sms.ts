@@ -29,7 +29,12 @@ export function smsRoutes(
     { schema: { body: SmsVerifyBody, response: { 200: MfaStatus, ...errors } }, onRequest: requireAccessToken },
     async (request) =>
       toMfaStatusBody(
-        await enrolment.confirmSmsEnrolment(request.principal.userId, request.body.mfa_code, contextOf(request)),
+        await enrolment.confirmSmsEnrolment(
+          request.principal.userId,
+          request.body.mfa_code,
+          request.principal,
+          contextOf(request),
+        ),
       ),
   );
 }

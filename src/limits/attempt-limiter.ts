@@ -1,0 +1,85 @@
+import type { Clock } from '../clock.js';
+import type { Store } from '../store/store.js';
+import type { AttemptRule } from '../store/throttle.js';
+
+/** How many attempts a scope may make, and how long it waits once they are used up. */
+export interface AttemptPolicy {
+  /** Attempts allowed before the first wait. */
+  free: number;
+  /** The first wait; each further attempt doubles it, up to `maxWaitSeconds`. */
+  firstWaitSeconds: number;
+  maxWaitSeconds: number;
+  /** Attempts this long after the scope's last one count from 1 again. */
+  windowSeconds: number;
+}
+
+export interface LimitedScope {
+  scope: string;
+  policy: AttemptPolicy;
+}
+
+export type Reservation =
+  | { isAllowed: true }
+  | {
+      isAllowed: false;
+      retryAfterSeconds: number;
+      /** The scope that refused, and whether this is its block's first refusal (report it then, once). */
+      refusedScope: string;
+      isFirstRefusal: boolean;
+    };
+
+class Refused extends Error {
+  constructor(readonly scope: string) {
+    super(`attempt refused for ${scope}`);
+  }
+}
+
+/**
+ * Counts an attempt before it is judged (a password, a code), in every scope it belongs to at
+ * once: the attempt is let through only if each scope has one left, so attempts racing each
+ * other cannot all be judged before any is counted. A right attempt gives its count back.
+ */
+export function createAttemptLimiter({ store, clock }: { store: Store; clock: Clock }) {
+  /** Reserves one attempt in every scope, or in none. */
+  async function reserve(scopes: LimitedScope[]): Promise<Reservation> {
+    const now = clock.now();
+    try {
+      await store.transaction(async (tx) => {
+        for (const { scope, policy } of scopes) {
+          if (!(await tx.throttle.reserveAttempt(scope, now, ruleFor(policy, now)))) throw new Refused(scope);
+        }
+      });
+      return { isAllowed: true };
+    } catch (error) {
+      if (!(error instanceof Refused)) throw error;
+      const noted = await store.throttle.noteRefusal(error.scope, now);
+      const waitMs = (noted?.blockedUntil.getTime() ?? now.getTime()) - now.getTime();
+      return {
+        isAllowed: false,
+        retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
+        refusedScope: error.scope,
+        isFirstRefusal: noted?.isFirstRefusal ?? false,
+      };
+    }
+  }
+
+  return {
+    reserve,
+    /** Gives back the attempt counted in `scope`: it was right. */
+    release: (scope: string) => store.throttle.releaseAttempt(scope),
+    /** Forgets every attempt counted in `scope`. */
+    clear: (scope: string) => store.throttle.clearAttempts(scope),
+  };
+}
+
+export type AttemptLimiter = ReturnType<typeof createAttemptLimiter>;
+
+/** The policy worked out for an attempt made `now`: its window and the end of each wait it can earn. */
+function ruleFor(policy: AttemptPolicy, now: Date): AttemptRule {
+  const blockEnds: Date[] = [];
+  for (let wait = policy.firstWaitSeconds; ; wait *= 2) {
+    blockEnds.push(new Date(now.getTime() + Math.min(wait, policy.maxWaitSeconds) * 1000));
+    if (wait >= policy.maxWaitSeconds) break;
+  }
+  return { free: policy.free, windowStart: new Date(now.getTime() - policy.windowSeconds * 1000), blockEnds };
+}

@@ -1,0 +1,47 @@
+import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
+import { ServiceError } from '../errors.js';
+import type { AttemptLimiter, AttemptPolicy } from '../limits/attempt-limiter.js';
+
+/**
+ * CONTRACT §13: five wrong second-factor proofs in a row are judged, then each attempt waits,
+ * 60 s doubling to an hour; a success starts the count again. Beside it a day's budget that a
+ * success does not restore: 50 judged failures, then one a day, so that an attacker who holds
+ * the password (and whose victim keeps logging in) still gets at most 50 guesses in any 24 hours.
+ */
+const CONSECUTIVE: AttemptPolicy = { free: 5, firstWaitSeconds: 60, maxWaitSeconds: 3600, windowSeconds: 86_400 };
+const DAILY: AttemptPolicy = { free: 50, firstWaitSeconds: 86_400, maxWaitSeconds: 86_400, windowSeconds: 86_400 };
+
+/** One guess budget per user across every second factor (SMS, TOTP, WebAuthn, backup codes), shared by all nodes. */
+export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter; audit: AuditTrail }) {
+  const scopes = (userId: string) => ({ consecutive: `mfa:${userId}`, daily: `mfa-day:${userId}` });
+
+  /**
+   * Counts a second-factor attempt before it is judged; throws 429 `mfa_throttled` (with
+   * Retry-After) when the user's budget is spent.
+   */
+  async function reserveGuess(userId: string, context: RequestContext): Promise<void> {
+    const { consecutive, daily } = scopes(userId);
+    const reservation = await limiter.reserve([
+      { scope: consecutive, policy: CONSECUTIVE },
+      { scope: daily, policy: DAILY },
+    ]);
+    if (reservation.isAllowed) return;
+    if (reservation.isFirstRefusal) await audit.record('mfa_throttled', 'refused', { userId, context });
+    throw new ServiceError(
+      'mfa_throttled',
+      `too many wrong second-factor attempts; try again in ${reservation.retryAfterSeconds} s`,
+      reservation.retryAfterSeconds,
+    );
+  }
+
+  /** The proof was right: the run of failures ends, and the day's budget gets this attempt back. */
+  async function guessSucceeded(userId: string): Promise<void> {
+    const { consecutive, daily } = scopes(userId);
+    await limiter.clear(consecutive);
+    await limiter.release(daily);
+  }
+
+  return { reserveGuess, guessSucceeded };
+}
+
+export type GuessBudget = ReturnType<typeof createGuessBudget>;

@@ -1,0 +1,32 @@
+import type { Store } from '../store/store.js';
+
+/**
+ * Ends logins: their refresh tokens stop refreshing and their access tokens are refused (by the
+ * login's `sid`) until the last of them would have expired anyway.
+ */
+export function createSessions({ accessTokenTtlSeconds }: { accessTokenTtlSeconds: number }) {
+  /** Ends one login. Run it on the store of the transaction that makes the change it follows. */
+  async function endSession(store: Store, sessionId: string, now: Date): Promise<void> {
+    await store.refreshTokens.revokeFamily(sessionId, now);
+    await store.revokedTokens.insertRevokedToken(sessionId, refusedUntil(now));
+  }
+
+  /**
+   * CONTRACT §14: after a change to the user's second factors every login made before it ends,
+   * but `exceptSessionId`, the login that made the change (an operator's reset spares none).
+   * Run it in the transaction that makes the change.
+   */
+  async function endUserSessions(store: Store, userId: string, now: Date, exceptSessionId?: string): Promise<void> {
+    for (const sessionId of await store.refreshTokens.revokeUserFamilies(userId, now, exceptSessionId)) {
+      await store.revokedTokens.insertRevokedToken(sessionId, refusedUntil(now));
+    }
+  }
+
+  function refusedUntil(now: Date): Date {
+    return new Date(now.getTime() + accessTokenTtlSeconds * 1000);
+  }
+
+  return { endSession, endUserSessions };
+}
+
+export type Sessions = ReturnType<typeof createSessions>;

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../src/store/database.js';
+import { migrateToLatest } from '../../src/store/migrate.js';
+import { findUserByUsername } from '../../src/store/users.js';
+import { migrateTo, openTestDatabase } from '../support/database.js';
+
+let db: Kysely<Database>;
+let close: () => Promise<void>;
+before(async () => {
+  ({ db, close } = await openTestDatabase());
+});
+after(() => close());
+
+describe('2026_11_23_2100_hardening on a database of the version before', () => {
+  test('usernames that differ only in case keep working: the oldest takes the folded name, the others their spelling', async () => {
+    await migrateTo(db, '2026_11_23_1500_backup_codes_throttle_audit');
+    const legacy = db as unknown as Kysely<any>;
+    const users = [
+      { id: 'u-older', username: 'alice', password_hash: 'h1', created_at: '2026-01-01T00:00:00.000Z' },
+      { id: 'u-newer', username: 'Alice', password_hash: 'h2', created_at: '2026-02-01T00:00:00.000Z' },
+      { id: 'u-bob', username: 'Bob', password_hash: 'h3', created_at: '2026-03-01T00:00:00.000Z' },
+    ];
+    await legacy.insertInto('user').values(users).execute();
+
+    await migrateToLatest(db);
+
+    const find = async (name: string) => (await findUserByUsername(db, name, name.toLowerCase()))?.id;
+    assert.equal(await find('alice'), 'u-older');
+    assert.equal(await find('ALICE'), 'u-older');
+    assert.equal(await find('Alice'), 'u-newer', 'the exact spelling finds the newer account');
+    assert.equal(await find('bob'), 'u-bob');
+    assert.equal(await find('BOB'), 'u-bob');
+    const keys = await db.selectFrom('user').select(['id', 'username_key']).orderBy('id').execute();
+    assert.deepEqual(keys, [
+      { id: 'u-bob', username_key: 'bob' },
+      { id: 'u-newer', username_key: 'alice:u-newer' },
+      { id: 'u-older', username_key: 'alice' },
+    ]);
+  });
+});
