@@ -18,13 +18,19 @@ import { oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
 import { smsRoutes } from './http/routes/sms.js';
+import { totpRoutes } from './http/routes/totp.js';
 import { createAttemptLimiter } from './limits/attempt-limiter.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createBackupCodes } from './mfa/backup-codes.js';
 import { createEnrolment } from './mfa/enrolment.js';
+import type { SecondFactors } from './mfa/factors/factor.js';
+import { createSmsFactor } from './mfa/factors/sms.js';
+import { createTotpFactor } from './mfa/factors/totp.js';
 import { createGuessBudget } from './mfa/guess-budget.js';
+import { createLoginChallenge } from './mfa/login-challenge.js';
 import { createMfaRemoval } from './mfa/mfa-removal.js';
 import { createOneTimeCodes } from './mfa/one-time-codes.js';
+import { createStepUp } from './mfa/step-up.js';
 import { createAccessTokens } from './oauth/access-tokens.js';
 import { createClients } from './oauth/clients.js';
 import { createIntrospection } from './oauth/introspection.js';
@@ -96,15 +102,15 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const hashSecret =
     config.secretKey ?? (await store.secrets.findOrCreateSecret('code-hash-key', randomToken(32), clock.now()));
   const codeKey = deriveKey(hashSecret, 'one-time-code-hash');
-  const { registry, metrics } = createMetrics(() => store.mfa.countEnabledMfa());
-  const sms: SmsSender =
+  const { registry, metrics } = createMetrics(() => store.factors.countUsersWithMfa());
+  const smsSender: SmsSender =
     config.sms.kind === 'twilio'
       ? createTwilioSender(config.sms)
       : createConsoleSender(deps.consoleSmsWrite ?? ((line) => process.stderr.write(line)));
   const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
   const codes = createOneTimeCodes({
     store,
-    sms,
+    sms: smsSender,
     clock,
     codeKey,
     limits: config.smsLimits,
@@ -132,22 +138,26 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const introspection = createIntrospection({ store, accessTokens, clock, issuer: config.issuer });
   const clients = createClients({ store, clock });
   const removal = createMfaRemoval({ store, sessions, audit, clock });
-  const enrolment = createEnrolment({ store, codes, sessions, removal, audit, clock });
-  const backupCodes = createBackupCodes({ store, clock, codeKey, audit });
+  const stepUp = createStepUp({ store });
+  const enrolment = createEnrolment({ store, sessions, removal, stepUp, audit, clock });
+  const backupCodes = createBackupCodes({ store, stepUp, clock, codeKey, audit });
   const limiter = createAttemptLimiter({ store, clock });
   const throttle = createLoginThrottle({ limiter, audit, throttleKey: deriveKey(hashSecret, 'login-throttle') });
   const guesses = createGuessBudget({ limiter, audit });
-  const passwordGrant = createPasswordGrant({
+  // Every kind of second factor, by type: the password grant reaches them only through this map.
+  const sms = createSmsFactor({ store, codes, enrolment, audit, clock });
+  const totp = createTotpFactor({
     store,
-    codes,
-    backupCodes,
-    throttle,
-    guesses,
-    tokens,
-    audit,
     metrics,
+    enrolment,
+    audit,
     clock,
+    sealingKey: deriveKey(config.secretKey ?? hashSecret, 'factor-secret-sealing'),
+    serviceName: config.serviceName,
   });
+  const factors: SecondFactors = { sms, totp };
+  const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
+  const passwordGrant = createPasswordGrant({ store, loginChallenge, throttle, tokens, audit, metrics, clock });
   const accounts = createAccounts({ store, clock, audit });
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin(config.adminToken);
@@ -207,7 +217,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
 
   // The whole API, in one list.
   mfaRoutes(app, { enrolment, requireAccessToken });
-  smsRoutes(app, { enrolment, requireAccessToken });
+  smsRoutes(app, { sms, requireAccessToken });
+  totpRoutes(app, { totp, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
   await app.register(async (oauth) =>
     oauthRoutes(oauth, { clients, passwordGrant, refreshGrant, revocation, introspection }),

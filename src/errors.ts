@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'invalid_mfa_code'
   | 'mfa_already_enabled'
   | 'mfa_not_enabled'
+  | 'too_many_factors'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'sms_rate_limited'

@@ -91,8 +91,8 @@ const COMMANDS: Record<string, Command> = {
   },
   'list-users': {
     usage: 'list-users',
-    summary: 'list users with their MFA state',
-    help: 'One line per user: username, id, MFA state, and the phone masked to its last 4 digits.',
+    summary: 'list users with their second factors',
+    help: 'One line per user: username, id, the types of their verified factors (or off), and the\nphone masked to its last 4 digits.',
     arity: 0,
     async run(_args, { accounts }) {
       const users = await accounts.listUsers();
@@ -103,7 +103,7 @@ const COMMANDS: Record<string, Command> = {
             [
               user.username,
               user.id,
-              user.isEnabled ? 'sms' : 'off',
+              user.factorTypes.length > 0 ? user.factorTypes.join(',') : 'off',
               user.phoneNumber ? maskPhone(user.phoneNumber) : '-',
             ].join('\t'),
           ),

@@ -17,6 +17,7 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_mfa_code: 400,
   mfa_already_enabled: 409,
   mfa_not_enabled: 409,
+  too_many_factors: 409,
   sms_cooldown: 429,
   sms_rate_limited: 429,
   phone_number_not_allowed: 400,

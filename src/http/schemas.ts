@@ -1,16 +1,57 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { MfaStatus as MfaStatusRecord } from '../mfa/enrolment.js';
+import { FACTOR_NAME_PATTERN, FACTOR_TYPES, toFactorType } from '../mfa/factors/factor.js';
 import type { TokenResponse as TokenResponseRecord } from '../oauth/token-issuer.js';
+import type { Factor } from '../store/mfa-factors.js';
 import { PASSWORD_LENGTH, USERNAME_PATTERN } from '../users/accounts.js';
 
 // Wire names stay as the seed and the RFCs spell them; routes turn records into these shapes.
 
 export const ErrorBody = Type.Object({ error: Type.String(), error_description: Type.String() });
 
+const FactorTypeSchema = Type.Union(FACTOR_TYPES.map((type) => Type.Literal(type)));
+
 export const MfaStatus = Type.Object({
   enabled: Type.Boolean(),
-  challenge_type: Type.Union([Type.Literal('sms'), Type.Literal('')]),
+  challenge_type: Type.Union([FactorTypeSchema, Type.Literal('')]),
   phone_number: Type.String(),
+});
+
+const FactorName = Type.String({
+  pattern: FACTOR_NAME_PATTERN,
+  description: 'a name of 1 to 64 printable characters, e.g. "Work phone"',
+});
+
+export const FactorBody = Type.Object({
+  id: Type.String(),
+  type: FactorTypeSchema,
+  name: Type.String(),
+  is_default: Type.Boolean(),
+  created_at: Type.String({ format: 'date-time' }),
+  last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  phone_number: Type.Optional(Type.String()),
+});
+
+export const FactorList = Type.Object({ factors: Type.Array(FactorBody) });
+
+export const FactorIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+export const FactorUpdateBody = Type.Object(
+  {
+    name: Type.Optional(FactorName),
+    is_default: Type.Optional(
+      Type.Literal(true, { description: 'true (the default is changed by making another factor the default)' }),
+    ),
+  },
+  { minProperties: 1, additionalProperties: false },
+);
+
+export const TotpRequestBody = Type.Object({ name: Type.Optional(FactorName) });
+
+export const TotpEnrolment = Type.Object({
+  factor_id: Type.String(),
+  secret: Type.String({ description: 'base32, without padding' }),
+  otpauth_uri: Type.String(),
 });
 
 // A field's description is what a 400 tells the caller to send instead (http/error-handler.ts).
@@ -41,6 +82,9 @@ export const TokenRequestBody = Type.Object({
   password: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
   mfa_code: Type.Optional(MfaCode),
   backup_code: Type.Optional(BackupCode),
+  mfa_type: Type.Optional(
+    Type.String({ maxLength: 20, description: `the second factor to ask for: ${FACTOR_TYPES.join(', ')}` }),
+  ),
   scope: Type.Optional(
     Type.String({
       pattern: `^(${SCOPE_TOKEN}( ${SCOPE_TOKEN})*)?$`,
@@ -81,7 +125,11 @@ export const IntrospectionResponse = Type.Object({
   iss: Type.Optional(Type.String()),
 });
 
-export const MfaRequiredResponse = Type.Object({ mfa_required: Type.Literal(true), mfa_type: Type.Literal('sms') });
+export const MfaRequiredResponse = Type.Object({
+  mfa_required: Type.Literal(true),
+  mfa_type: FactorTypeSchema,
+  mfa_types: Type.Optional(Type.Array(FactorTypeSchema)),
+});
 
 export const CreateUserBody = Type.Object({
   username: Type.String({ pattern: USERNAME_PATTERN, description: 'a string of 1 to 150 letters, digits or @.+_-' }),
@@ -178,5 +226,17 @@ export function toTokenResponseBody(tokens: TokenResponseRecord): Static<typeof 
     token_type: 'Bearer',
     scope: tokens.scope,
     refresh_token: tokens.refreshToken,
+  };
+}
+
+export function toFactorBody(factor: Factor): Static<typeof FactorBody> {
+  return {
+    id: factor.id,
+    type: toFactorType(factor.type),
+    name: factor.name,
+    is_default: factor.isDefault,
+    created_at: (factor.verifiedAt ?? factor.createdAt).toISOString(),
+    last_used_at: factor.lastUsedAt?.toISOString() ?? null,
+    ...(factor.phoneNumber === undefined ? {} : { phone_number: factor.phoneNumber }),
   };
 }

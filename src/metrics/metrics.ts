@@ -16,8 +16,8 @@ export type LoginOutcome = 'tokens' | 'mfa_required' | 'invalid_grant' | 'thrott
  */
 export interface ServiceMetrics {
   smsSent(purpose: string, countryCallingCode: string, outcome: SmsOutcome, durationSeconds?: number): void;
-  codeChecked(purpose: string, outcome: string): void;
-  loginAnswered(outcome: LoginOutcome, amr?: readonly string[]): void;
+  codeChecked(purpose: string, outcome: string, factorType: string): void;
+  loginAnswered(outcome: LoginOutcome, amr?: readonly string[], factorType?: string): void;
   requestServed(route: string, method: string, status: number, durationSeconds: number): void;
 }
 
@@ -45,14 +45,14 @@ export function createMetrics(countEnabledUsers: () => Promise<number>) {
   });
   const codeChecks = new Counter({
     name: 'mfa_code_checks_total',
-    help: 'One-time code checks by purpose and outcome (ok, wrong, expired, dead, spent, none)',
-    labelNames: ['purpose', 'outcome'],
+    help: 'Second-factor code checks by purpose, factor type and outcome (ok, wrong, expired, dead, spent, none)',
+    labelNames: ['purpose', 'factor_type', 'outcome'],
     registers: [registry],
   });
   const logins = new Counter({
     name: 'mfa_logins_total',
-    help: 'Password-grant answers by outcome, and the amr of successful logins',
-    labelNames: ['outcome', 'amr'],
+    help: 'Password-grant answers by outcome, and the amr and second factor of successful logins',
+    labelNames: ['outcome', 'amr', 'factor_type'],
     registers: [registry],
   });
   new Gauge({
@@ -69,11 +69,11 @@ export function createMetrics(countEnabledUsers: () => Promise<number>) {
       smsSent.inc({ purpose, country_calling_code: countryCallingCode, outcome });
       if (durationSeconds !== undefined) smsDuration.observe(durationSeconds);
     },
-    codeChecked(purpose, outcome) {
-      codeChecks.inc({ purpose, outcome });
+    codeChecked(purpose, outcome, factorType) {
+      codeChecks.inc({ purpose, factor_type: factorType, outcome });
     },
-    loginAnswered(outcome, amr) {
-      logins.inc({ outcome, amr: amr?.join(' ') ?? '' });
+    loginAnswered(outcome, amr, factorType) {
+      logins.inc({ outcome, amr: amr?.join(' ') ?? '', factor_type: factorType ?? '' });
     },
     requestServed(route, method, status, durationSeconds) {
       requestDuration.observe({ route, method, status: String(status) }, durationSeconds);

@@ -2,26 +2,27 @@ import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash, randomDigits } from '../crypto/secrets.js';
-import { ServiceError } from '../errors.js';
 import type { Store } from '../store/store.js';
-import { type LoginProof, requireSecondFactor } from './enrolment.js';
+import type { LoginProof, StepUp } from './step-up.js';
 
 const SET_SIZE = 10;
 
 export interface BackupCodeDeps {
   store: Store;
+  stepUp: StepUp;
   clock: Clock;
   codeKey: Buffer;
   audit: AuditTrail;
 }
 
 /** Backup codes: 10 single-use 12-digit codes per user, shown once and kept as keyed hashes. */
-export function createBackupCodes({ store, clock, codeKey, audit }: BackupCodeDeps) {
+export function createBackupCodes({ store, stepUp, clock, codeKey, audit }: BackupCodeDeps) {
   const hash = (userId: string, code: string) => keyedHash(codeKey, 'backup-code', userId, code);
 
   /** A new set replacing any earlier one; needs MFA on and a login that carried the second factor. */
-  async function regenerateBackupCodes(userId: string, login: LoginProof, context: RequestContext): Promise<string[]> {
-    await requireStrongLogin(userId, login);
+  async function regenerateBackupCodes(login: LoginProof, context: RequestContext): Promise<string[]> {
+    const userId = login.userId;
+    await stepUp.requireSecondFactor(login);
     const codes = new Set<string>();
     while (codes.size < SET_SIZE) codes.add(randomDigits(12));
     const hashed = [...codes].map((code) => ({ id: randomUUID(), codeHash: hash(userId, code) }));
@@ -31,9 +32,9 @@ export function createBackupCodes({ store, clock, codeKey, audit }: BackupCodeDe
   }
 
   /** How many unused codes are left; same requirements as regenerating. */
-  async function countRemaining(userId: string, login: LoginProof): Promise<number> {
-    await requireStrongLogin(userId, login);
-    return store.backupCodes.countUnusedBackupCodes(userId);
+  async function countRemaining(login: LoginProof): Promise<number> {
+    await stepUp.requireSecondFactor(login);
+    return store.backupCodes.countUnusedBackupCodes(login.userId);
   }
 
   /** Spends the code if it is one of the user's unused ones (one conditional update); false otherwise. */
@@ -41,12 +42,6 @@ export function createBackupCodes({ store, clock, codeKey, audit }: BackupCodeDe
     const spent = await store.backupCodes.spendBackupCode(userId, hash(userId, code), clock.now());
     await audit.record('backup_code_used', spent ? 'succeeded' : 'wrong', { userId, context });
     return spent;
-  }
-
-  async function requireStrongLogin(userId: string, login: LoginProof) {
-    const mfa = await store.mfa.findMfa(userId);
-    if (!mfa?.isEnabled) throw new ServiceError('mfa_not_enabled', 'backup codes need multifactor authentication on');
-    requireSecondFactor(mfa, login);
   }
 
   return { regenerateBackupCodes, countRemaining, spendBackupCode };

@@ -2,96 +2,138 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
 import type { Sessions } from '../oauth/sessions.js';
-import type { MfaRecord } from '../store/mfa.js';
+import type { Factor } from '../store/mfa-factors.js';
 import type { Store } from '../store/store.js';
+import { type FactorType, type SecondFactor, toFactorType } from './factors/factor.js';
 import type { MfaRemoval } from './mfa-removal.js';
-import type { OneTimeCodes } from './one-time-codes.js';
-import { parsePhoneNumber } from './phone-numbers.js';
+import type { LoginProof, StepUp } from './step-up.js';
 
+/** The seed's status object: MFA on, the default factor's type, the SMS number. */
 export interface MfaStatus {
   isEnabled: boolean;
-  challengeType: 'sms' | '';
+  challengeType: FactorType | '';
   phoneNumber: string;
 }
 
-/** How the caller's login was proved, from its access token. */
-export interface LoginProof {
-  amr: readonly string[];
-  /** Seconds since the epoch. */
-  authTime: number;
-  /** The login (refresh-token family) the token belongs to. */
-  sessionId: string;
-}
-
-export const SECOND_FACTORS = ['sms', 'otp', 'backup'] as const;
-
 export interface EnrolmentDeps {
   store: Store;
-  codes: OneTimeCodes;
   sessions: Sessions;
   removal: MfaRemoval;
+  stepUp: StepUp;
   audit: AuditTrail;
   clock: Clock;
 }
 
-/** SMS enrolment: status, request a code for a number, confirm it, turn MFA off. */
-export function createEnrolment({ store, codes, sessions, removal, audit, clock }: EnrolmentDeps) {
+/**
+ * What every factor type shares: the status, the list of factors, and a factor's life after its
+ * type has started it: proved (verified), renamed, made the default, removed.
+ */
+export function createEnrolment({ store, sessions, removal, stepUp, audit, clock }: EnrolmentDeps) {
   async function getStatus(userId: string): Promise<MfaStatus> {
-    return toStatus(await store.mfa.findMfa(userId));
+    return statusOf(await store.factors.listFactors(userId));
   }
 
-  /** Sends an enrolment code; throws 409 `mfa_already_enabled`, 429 `sms_cooldown`, or an SMS error. */
-  async function requestSmsEnrolment(userId: string, phoneDigits: string, context: RequestContext): Promise<MfaStatus> {
-    const phone = parsePhoneNumber(phoneDigits);
-    if ((await store.mfa.findMfa(userId))?.isEnabled) throw alreadyEnabled();
-    const sent = await codes.sendCode(userId, 'enrol', phone, context.log).catch(async (error: unknown) => {
-      // The message may still arrive (CONTRACT §15): its code then enrols the number.
-      if (error instanceof ServiceError && error.code === 'sms_timeout')
-        await store.mfa.setPendingPhone(userId, phone.digits);
-      throw error;
-    });
-    if (sent.outcome === 'cooldown') {
-      throw new ServiceError(
-        'sms_cooldown',
-        'a code was sent moments ago; wait before asking again',
-        sent.retryAfterSeconds,
-      );
+  /** The user's verified factors, oldest first. */
+  async function listFactors(userId: string): Promise<Factor[]> {
+    return (await store.factors.listFactors(userId)).filter((factor) => factor.status === 'verified');
+  }
+
+  /**
+   * Throws unless the user may start enrolling one more factor of `type`: 409
+   * `too_many_factors` at the type's limit, and (CONTRACT §10) the step-up rule's answer when MFA
+   * is already on, since a new factor is a new way in.
+   */
+  async function requireRoomFor(type: SecondFactor, login: LoginProof): Promise<void> {
+    const verified = await listFactors(login.userId);
+    const sameType = verified.filter((factor) => factor.type === type.type).length;
+    if (sameType >= type.maxPerUser) {
+      throw type.maxPerUser === 1
+        ? new ServiceError('mfa_already_enabled', `a ${type.type} factor is already enrolled; remove it first`)
+        : new ServiceError('too_many_factors', `at most ${type.maxPerUser} ${type.type} factors; remove one first`);
     }
-    if (!(await store.mfa.setPendingPhone(userId, phone.digits))) throw alreadyEnabled();
-    return { isEnabled: false, challengeType: '', phoneNumber: phone.digits };
+    if (verified.length > 0) await stepUp.requireSecondFactor(login);
   }
 
-  /** Turns SMS MFA on for the number the code was sent to; throws `invalid_mfa_code` for a bad code. */
-  async function confirmSmsEnrolment(
-    userId: string,
-    code: string,
+  /**
+   * Makes the proved pending factor verified: the user's default if it is their first, MFA on,
+   * and (CONTRACT §14) every other login of the user ended, in one transaction.
+   */
+  async function activate(
     login: LoginProof,
+    pending: Factor,
+    settled: { phoneNumber?: string; counter?: number },
     context: RequestContext,
   ): Promise<MfaStatus> {
-    if ((await store.mfa.findMfa(userId))?.isEnabled) throw alreadyEnabled();
-    const check = await codes.checkCode(userId, 'enrol', code);
-    if (check.outcome !== 'ok') {
-      await audit.record('mfa_code_check', check.outcome, { userId, context, detail: { purpose: 'enrol' } });
-      throw new ServiceError('invalid_mfa_code', check.description);
-    }
     const now = clock.now();
-    // CONTRACT §14: turning MFA on ends every other login, made when a password was enough.
-    const enabled = await store.transaction(async (tx) => {
-      if (!(await tx.mfa.enableSms(userId, check.phoneNumber, now))) return false;
-      await sessions.endUserSessions(tx, userId, now, login.sessionId);
-      return true;
+    const wasOff = await store.transaction(async (tx) => {
+      const state = await tx.factors.lockUserMfa(login.userId);
+      const isFirst = !state?.mfaEnabledAt;
+      if (!(await tx.factors.verifyFactor(pending.id, now, { ...settled, isDefault: isFirst }))) {
+        throw new ServiceError('invalid_mfa_code', 'this enrolment was replaced or finished meanwhile; start again');
+      }
+      if (isFirst) await tx.factors.setMfaEnabledAt(login.userId, now);
+      await sessions.endUserSessions(tx, login.userId, now, login.sessionId);
+      return isFirst;
     });
-    if (!enabled) throw alreadyEnabled();
-    await audit.record('mfa_enabled', 'succeeded', { userId, context, detail: { challenge_type: 'sms' } });
-    return { isEnabled: true, challengeType: 'sms', phoneNumber: check.phoneNumber };
+    const detail = { factor_type: pending.type, factor_id: pending.id };
+    await audit.record(wasOff ? 'mfa_enabled' : 'factor_added', 'succeeded', { userId: login.userId, context, detail });
+    return getStatus(login.userId);
   }
 
-  /** Turns MFA off, dropping the phone, pending codes and backup codes; needs a login that carried the second factor. */
-  async function disableMfa(userId: string, login: LoginProof, context: RequestContext): Promise<void> {
-    const mfa = await store.mfa.findMfa(userId);
-    if (!mfa?.isEnabled) throw new ServiceError('mfa_not_enabled', 'multifactor authentication is not on');
-    requireSecondFactor(mfa, login);
-    const { wasEnabled } = await removal.removeAllFactors(userId, {
+  /** Renames a verified factor and/or makes it the default (a sensitive call); throws 404 `not_found`. */
+  async function updateFactor(
+    login: LoginProof,
+    factorId: string,
+    change: { name?: string; isDefault?: boolean },
+    context: RequestContext,
+  ): Promise<Factor> {
+    const factor = await getVerifiedFactor(login.userId, factorId);
+    if (change.isDefault && !factor.isDefault) {
+      await stepUp.requireSecondFactor(login);
+      await store.factors.setDefaultFactor(login.userId, factorId);
+      await audit.record('factor_made_default', 'succeeded', {
+        userId: login.userId,
+        context,
+        detail: { factor_type: factor.type, factor_id: factor.id },
+      });
+    }
+    if (change.name !== undefined) await store.factors.renameFactor(login.userId, factorId, change.name);
+    return getVerifiedFactor(login.userId, factorId);
+  }
+
+  /**
+   * Removes one verified factor with its secrets (a sensitive call). The last one turns MFA off,
+   * exactly as `DELETE /mfa/`; any other ends the user's other logins, and a default is handed on.
+   */
+  async function removeFactor(login: LoginProof, factorId: string, context: RequestContext): Promise<void> {
+    const factor = await getVerifiedFactor(login.userId, factorId);
+    await stepUp.requireSecondFactor(login);
+    const verified = await listFactors(login.userId);
+    if (verified.length === 1) {
+      await removal.removeAllFactors(login.userId, { by: 'user', sessionId: login.sessionId, context });
+      return;
+    }
+    const now = clock.now();
+    await store.transaction(async (tx) => {
+      await tx.factors.lockUserMfa(login.userId);
+      if (!(await tx.factors.deleteFactor(login.userId, factorId))) throw notFound();
+      if (factor.isDefault) {
+        const heir = verified.find((other) => other.id !== factorId);
+        if (heir) await tx.factors.setDefaultFactor(login.userId, heir.id);
+      }
+      await sessions.endUserSessions(tx, login.userId, now, login.sessionId);
+    });
+    await audit.record('factor_removed', 'succeeded', {
+      userId: login.userId,
+      context,
+      detail: { factor_type: factor.type, factor_id: factor.id },
+    });
+  }
+
+  /** Turns MFA off (every factor, pending codes, backup codes); a sensitive call. */
+  async function disableMfa(login: LoginProof, context: RequestContext): Promise<void> {
+    await stepUp.requireSecondFactor(login);
+    const { wasEnabled } = await removal.removeAllFactors(login.userId, {
       by: 'user',
       sessionId: login.sessionId,
       context,
@@ -99,32 +141,34 @@ export function createEnrolment({ store, codes, sessions, removal, audit, clock 
     if (!wasEnabled) throw new ServiceError('mfa_not_enabled', 'multifactor authentication is not on');
   }
 
-  return { getStatus, requestSmsEnrolment, confirmSmsEnrolment, disableMfa };
-}
-
-/**
- * Throws 403 unless the login proved a second factor while the current enrolment was on:
- * a token from before MFA was (re-)enabled does not count, whatever its amr says.
- */
-export function requireSecondFactor(mfa: MfaRecord, login: LoginProof): void {
-  const hasSecondFactor = login.amr.some((method) => (SECOND_FACTORS as readonly string[]).includes(method));
-  const enabledAtSeconds = Math.floor((mfa.enabledAt?.getTime() ?? Number.POSITIVE_INFINITY) / 1000);
-  if (!hasSecondFactor || login.authTime < enabledAtSeconds) {
-    throw new ServiceError(
-      'insufficient_user_authentication',
-      'this call needs a login that used the second factor; log in again with a code',
-    );
+  async function getVerifiedFactor(userId: string, factorId: string): Promise<Factor> {
+    const factor = await store.factors.findFactor(userId, factorId);
+    if (factor?.status !== 'verified') throw notFound();
+    return factor;
   }
-}
 
-function toStatus(mfa: MfaRecord | undefined): MfaStatus {
-  return mfa?.isEnabled
-    ? { isEnabled: true, challengeType: 'sms', phoneNumber: mfa.phoneNumber ?? '' }
-    : { isEnabled: false, challengeType: '', phoneNumber: mfa?.phoneNumber ?? '' };
-}
-
-function alreadyEnabled() {
-  return new ServiceError('mfa_already_enabled', 'multifactor authentication is already on; turn it off first');
+  return { getStatus, listFactors, requireRoomFor, activate, updateFactor, removeFactor, disableMfa };
 }
 
 export type Enrolment = ReturnType<typeof createEnrolment>;
+
+/**
+ * The seed's status: on when a factor is verified; the default factor's type; the number of the
+ * SMS factor, verified or still pending.
+ */
+export function statusOf(factors: Factor[]): MfaStatus {
+  const verified = factors.filter((factor) => factor.status === 'verified');
+  const byDefault = verified.find((factor) => factor.isDefault) ?? verified[0];
+  const withPhone =
+    verified.find((factor) => factor.phoneNumber !== undefined) ??
+    factors.find((factor) => factor.phoneNumber !== undefined);
+  return {
+    isEnabled: verified.length > 0,
+    challengeType: byDefault ? toFactorType(byDefault.type) : '',
+    phoneNumber: withPhone?.phoneNumber ?? '',
+  };
+}
+
+function notFound() {
+  return new ServiceError('not_found', 'the user has no such factor; GET /mfa/factors/ lists them');
+}

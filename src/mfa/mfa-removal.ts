@@ -26,7 +26,9 @@ export function createMfaRemoval({
   async function removeAllFactors(userId: string, cause: RemovalCause): Promise<{ wasEnabled: boolean }> {
     const now = clock.now();
     const wasEnabled = await store.transaction(async (tx) => {
-      const removed = await tx.mfa.deleteMfa(userId);
+      await tx.factors.lockUserMfa(userId);
+      const removed = await tx.factors.deleteAllFactors(userId);
+      await tx.factors.setMfaEnabledAt(userId, undefined);
       await tx.codes.deleteCodes(userId);
       await tx.backupCodes.deleteBackupCodes(userId);
       await sessions.endUserSessions(tx, userId, now, cause.by === 'user' ? cause.sessionId : undefined);

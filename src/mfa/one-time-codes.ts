@@ -162,7 +162,7 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
   /** Spends the user's code for `purpose` if `code` matches; never throws for a bad code. */
   async function checkCode(userId: string, purpose: CodePurpose, code: string): Promise<CodeCheck> {
     const check = await compareCode(userId, purpose, code);
-    metrics.codeChecked(purpose, check.outcome);
+    metrics.codeChecked(purpose, check.outcome, 'sms');
     return check;
   }
 

@@ -4,32 +4,27 @@ import type { Clock } from '../clock.js';
 import { verifyPassword } from '../crypto/passwords.js';
 import { ServiceError } from '../errors.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
-import type { BackupCodes } from '../mfa/backup-codes.js';
-import type { GuessBudget } from '../mfa/guess-budget.js';
-import type { OneTimeCodes } from '../mfa/one-time-codes.js';
-import { parsePhoneNumber } from '../mfa/phone-numbers.js';
+import type { LoginChallenge, LoginDecision, SecondStep } from '../mfa/login-challenge.js';
 import type { Store } from '../store/store.js';
 import { foldUsername } from '../users/accounts.js';
 import type { LoginThrottle } from './login-throttle.js';
 import type { TokenIssuer, TokenResponse } from './token-issuer.js';
 
-export interface PasswordGrantRequest {
+export interface PasswordGrantRequest extends SecondStep {
   clientId: string;
   username: string;
   password: string;
   scope: string;
-  mfaCode?: string;
-  backupCode?: string;
 }
 
-export type PasswordGrantResult = { tokens: TokenResponse; amr: string[] } | { mfaRequired: true; mfaType: 'sms' };
+export type PasswordGrantResult =
+  | { tokens: TokenResponse; amr: string[]; factorType?: string }
+  | { mfaRequired: true; challenge: Extract<LoginDecision, { challenge: unknown }>['challenge'] };
 
 export interface PasswordGrantDeps {
   store: Store;
-  codes: OneTimeCodes;
-  backupCodes: BackupCodes;
+  loginChallenge: LoginChallenge;
   throttle: LoginThrottle;
-  guesses: GuessBudget;
   tokens: TokenIssuer;
   audit: AuditTrail;
   metrics: ServiceMetrics;
@@ -38,23 +33,21 @@ export interface PasswordGrantDeps {
 
 const WRONG_CREDENTIALS = 'the username or password is wrong';
 
-/** RFC 6749 §4.3 resource owner password grant, asking for a one-time code when MFA is on. */
+/** RFC 6749 §4.3 resource owner password grant, asking for a second factor when the user has one. */
 export function createPasswordGrant({
   store,
-  codes,
-  backupCodes,
+  loginChallenge,
   throttle,
-  guesses,
   tokens,
   audit,
   metrics,
   clock,
 }: PasswordGrantDeps) {
   /**
-   * Tokens, or `mfaRequired` after sending a login code (unless one was sent inside the cooldown).
-   * Throws `login_throttled` while too many logins failed, `invalid_grant` for wrong credentials or
-   * codes. The password is checked before anything about MFA, so a wrong password reveals neither
-   * the MFA state nor whether a code was right.
+   * Tokens, or `mfaRequired` with the challenge the user's factor asks for. Throws
+   * `login_throttled` / `mfa_throttled` while too many attempts failed, `invalid_grant` for wrong
+   * credentials or proofs. The password is checked before anything about MFA, so a wrong password
+   * reveals neither the MFA state nor whether a code was right.
    */
   async function grantWithPassword(
     request: PasswordGrantRequest,
@@ -62,7 +55,7 @@ export function createPasswordGrant({
   ): Promise<PasswordGrantResult> {
     try {
       const result = await answer(request, context);
-      if ('tokens' in result) metrics.loginAnswered('tokens', result.amr);
+      if ('tokens' in result) metrics.loginAnswered('tokens', result.amr, result.factorType);
       else metrics.loginAnswered('mfa_required');
       return result;
     } catch (error) {
@@ -89,42 +82,22 @@ export function createPasswordGrant({
     }
     await throttle.loginSucceeded(attempt);
 
-    const grant = {
+    const decision = await loginChallenge.decide(user, request, context);
+    if ('challenge' in decision) return { mfaRequired: true, challenge: decision.challenge };
+    const detail = {
+      amr: decision.amr.join(' '),
+      ...(decision.factorType ? { factor_type: decision.factorType } : {}),
+    };
+    await audit.record('login', 'succeeded', { userId: user.id, context, detail });
+    const issued = await tokens.issueTokens({
       userId: user.id,
       clientId: request.clientId,
       scope: request.scope,
+      amr: decision.amr,
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionId: randomUUID(),
-    };
-    const succeed = async (amr: string[]) => {
-      await audit.record('login', 'succeeded', { userId: user.id, context, detail: { amr: amr.join(' ') } });
-      return { tokens: await tokens.issueTokens({ ...grant, amr }), amr };
-    };
-
-    const mfa = await store.mfa.findMfa(user.id);
-    if (!mfa?.isEnabled || !mfa.phoneNumber) return succeed(['pwd']);
-    if (request.mfaCode !== undefined) {
-      await guesses.reserveGuess(user.id, context);
-      const check = await codes.checkCode(user.id, 'login', request.mfaCode);
-      if (check.outcome !== 'ok') {
-        await audit.record('mfa_code_check', check.outcome, { userId: user.id, context, detail: { purpose: 'login' } });
-        throw new ServiceError('invalid_grant', `mfa_code: ${check.description}`);
-      }
-      await guesses.guessSucceeded(user.id);
-      return succeed(['pwd', 'sms']);
-    }
-    if (request.backupCode !== undefined) {
-      await guesses.reserveGuess(user.id, context);
-      if (!(await backupCodes.spendBackupCode(user.id, request.backupCode, context))) {
-        throw new ServiceError('invalid_grant', 'backup_code: the code is wrong or already used');
-      }
-      await guesses.guessSucceeded(user.id);
-      return succeed(['pwd', 'backup']);
-    }
-    // Inside the resend cooldown no SMS goes out; the code sent moments ago still works.
-    await codes.sendCode(user.id, 'login', parsePhoneNumber(mfa.phoneNumber), context.log);
-    await audit.record('login', 'mfa_required', { userId: user.id, context });
-    return { mfaRequired: true, mfaType: 'sms' };
+    });
+    return { tokens: issued, amr: decision.amr, factorType: decision.factorType };
   }
 
   return { grantWithPassword };

@@ -1,12 +1,11 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import type { Clock } from '../clock.js';
+import { seal, UnsealError, unseal } from '../crypto/sealing.js';
 import { deriveKey } from '../crypto/secrets.js';
 import type { StoredSigningKey } from '../store/signing-keys.js';
 import type { Store } from '../store/store.js';
 
 export const SIGNING_ALG = 'EdDSA';
-const SEALED_PREFIX = 'sealed:v1:';
 /** How long a node keeps signing with the key it knows before looking for a newer one. */
 const ACTIVE_KEY_CACHE_MS = 10_000;
 
@@ -42,7 +41,7 @@ export async function createSigningKeys({ store, clock, secretKey, accessTokenTt
       if (!newest) throw new Error('no signing key could be stored');
     }
     if (active?.kid !== newest.kid) {
-      const privateJwk = JSON.parse(unseal(newest.privateJwk, sealingKey)) as JWK;
+      const privateJwk = JSON.parse(openPrivateKey(newest.privateJwk, sealingKey)) as JWK;
       active = { kid: newest.kid, privateKey: await importJWK(privateJwk, SIGNING_ALG), checkedAt: now };
     }
     active.checkedAt = now;
@@ -119,23 +118,15 @@ async function generateSigningKey(createdAt: Date, sealingKey: Buffer | undefine
   };
 }
 
-function seal(plaintext: string, key: Buffer | undefined): string {
-  if (!key) return plaintext;
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const sealed = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return SEALED_PREFIX + Buffer.concat([iv, cipher.getAuthTag(), sealed]).toString('base64url');
-}
-
-function unseal(stored: string, key: Buffer | undefined): string {
-  if (!stored.startsWith(SEALED_PREFIX)) return stored;
-  if (!key) throw new Error('the signing keys are encrypted: set the SECRET_KEY they were made with');
-  const raw = Buffer.from(stored.slice(SEALED_PREFIX.length), 'base64url');
-  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
-  decipher.setAuthTag(raw.subarray(12, 28));
+function openPrivateKey(stored: string, key: Buffer | undefined): string {
   try {
-    return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
-  } catch {
-    throw new Error('the signing keys cannot be decrypted: SECRET_KEY differs from the one they were made with');
+    return unseal(stored, key);
+  } catch (error) {
+    if (!(error instanceof UnsealError)) throw error;
+    throw new Error(
+      key
+        ? 'the signing keys cannot be decrypted: SECRET_KEY differs from the one they were made with'
+        : 'the signing keys are encrypted: set the SECRET_KEY they were made with',
+    );
   }
 }

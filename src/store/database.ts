@@ -21,6 +21,8 @@ export interface UserTable {
   username: string;
   /** The username folded to lower case: unique, so `alice` and `Alice` are one account. */
   username_key: string;
+  /** When MFA was last turned on (its first factor verified); null while it is off. */
+  mfa_enabled_at: IsoTime | null;
   password_hash: string;
   created_at: IsoTime;
 }
@@ -32,12 +34,32 @@ export interface OAuthClientTable {
   created_at: IsoTime;
 }
 
-/** One row per user who ever asked for MFA; `enabled` is 0 or 1 in both dialects. */
-export interface MfaTable {
+export type FactorStatus = 'pending' | 'verified';
+
+/**
+ * Every second factor of every user, one row each: SMS, authenticator apps (TOTP), passkeys.
+ * A pending row is an enrolment not yet proved. The columns after `last_used_at` are the type's.
+ */
+export interface MfaFactorTable {
+  id: string;
   user_id: string;
-  enabled: number;
+  /** A FactorType: 'sms', 'totp', 'webauthn'. */
+  type: string;
+  name: string;
+  /** 0 or 1; at most one verified factor per user has 1. */
+  is_default: number;
+  status: FactorStatus;
+  created_at: IsoTime;
+  verified_at: IsoTime | null;
+  last_used_at: IsoTime | null;
+  /** SMS: the number, digits only. */
   phone_number: string | null;
-  enabled_at: IsoTime | null;
+  /** A secret of the type (the TOTP key), sealed with crypto/sealing.ts. */
+  sealed_secret: string | null;
+  /** Non-secret facts of the type, as JSON (a passkey's credential id and public key). */
+  data: string | null;
+  /** A number that only goes up: the last TOTP step accepted, a passkey's signature counter. */
+  counter: number | null;
 }
 
 export type CodePurpose = 'enrol' | 'login';
@@ -147,7 +169,7 @@ export interface ServiceSecretTable {
 export interface Database {
   user: UserTable;
   oauth_client: OAuthClientTable;
-  mfa: MfaTable;
+  mfa_factor: MfaFactorTable;
   one_time_code: OneTimeCodeTable;
   sms_cooldown: SmsCooldownTable;
   sms_counter: SmsCounterTable;

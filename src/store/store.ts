@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import * as backupCodes from './backup-codes.js';
 import * as clients from './clients.js';
 import type { Database, Executor } from './database.js';
-import * as mfa from './mfa.js';
+import * as factors from './mfa-factors.js';
 import * as codes from './one-time-codes.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as revokedTokens from './revoked-tokens.js';
@@ -30,7 +30,7 @@ function bind<R extends Repository>(repository: R, db: Executor): Bound<R> {
 export interface Store {
   users: Bound<typeof users>;
   clients: Bound<typeof clients>;
-  mfa: Bound<typeof mfa>;
+  factors: Bound<typeof factors>;
   codes: Bound<typeof codes>;
   smsQuota: Bound<typeof smsQuota>;
   refreshTokens: Bound<typeof refreshTokens>;
@@ -47,7 +47,7 @@ export function createStore(db: Executor): Store {
   const store: Store = {
     users: bind(users, db),
     clients: bind(clients, db),
-    mfa: bind(mfa, db),
+    factors: bind(factors, db),
     codes: bind(codes, db),
     smsQuota: bind(smsQuota, db),
     refreshTokens: bind(refreshTokens, db),

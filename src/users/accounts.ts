@@ -61,7 +61,7 @@ export function createAccounts({ store, clock, audit }: { store: Store; clock: C
     await audit.record('user_deleted', 'succeeded', { userId });
   }
 
-  return { createUser, getUser, getUserById, deleteUser, listUsers: () => store.mfa.listUsersWithMfa() };
+  return { createUser, getUser, getUserById, deleteUser, listUsers: () => store.factors.listUsersWithFactors() };
 }
 
 export type Accounts = ReturnType<typeof createAccounts>;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
+import * as OTPAuth from 'otpauth';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
 import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
@@ -193,7 +194,7 @@ describe('admin CLI', { concurrency: 4 }, () => {
 
   test('list-users shows each user’s MFA state, the phone masked; reset-mfa turns MFA off', async () => {
     const phone = nextPhone();
-    const { userId, token: thiefToken } = await service.createUserWithMfa('cli-phone-lost', PASSWORD, phone);
+    const { userId } = await service.createUserWithMfa('cli-phone-lost', PASSWORD, phone);
     await service.createUser('cli-no-mfa', PASSWORD);
     assert.deepEqual(await expectStatus(service.login('cli-phone-lost', PASSWORD), 200), {
       mfa_required: true,
@@ -209,6 +210,26 @@ describe('admin CLI', { concurrency: 4 }, () => {
       { username: 'cli-phone-lost', id: userId, mfa: 'sms', phone: `…${phone.slice(-4)}` },
     );
     assert.equal(rows.find((row) => row.username === 'cli-no-mfa')?.mfa, 'off');
+    // Several factors: their types, in the order they were added.
+    const strong = await service.accessToken('cli-phone-lost', PASSWORD, {
+      mfa_code: service.twilio.lastCodeFor(`+${phone}`),
+    });
+    const start = await expectStatus(
+      service.call('/mfa/totp/request/', { method: 'PUT', token: strong, body: {} }),
+      200,
+    );
+    const app = OTPAuth.URI.parse(start.otpauth_uri);
+    const code = app.generate({ timestamp: service.clock.now().getTime() });
+    await expectStatus(
+      service.call('/mfa/totp/verify/', { method: 'PUT', token: strong, body: { mfa_code: code } }),
+      200,
+    );
+    const both = parseUserList((await admin(['list-users'])).stdout);
+    assert.equal(both.find((row) => row.username === 'cli-phone-lost')?.mfa, 'sms,totp');
+    service.clock.advance(30);
+    const thiefToken = await service.accessToken('cli-phone-lost', PASSWORD, {
+      mfa_code: app.generate({ timestamp: service.clock.now().getTime() }),
+    });
 
     const reset = await admin(['reset-mfa', 'cli-phone-lost']);
     assert.equal(reset.code, 0, reset.stderr);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import * as OTPAuth from 'otpauth';
 import { startFakeTwilio } from '../support/fake-twilio.js';
 import { type ServiceProcess, startServiceProcess } from '../support/node-process.js';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
@@ -126,6 +127,26 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
     // Attempts are counted before they are judged: past the allowance, 429 without judging.
     assert.ok(
       statuses.every((status) => status === 200 || status === 400 || status === 429),
+      `statuses: ${statuses}`,
+    );
+  });
+
+  test('of 20 simultaneous logins with one authenticator code spread over both nodes, exactly one succeeds', async () => {
+    const username = await createUser(0);
+    const { access_token: token } = await expectStatus(login(0, username), 200);
+    const start = await expectStatus(call(0, '/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
+    const app = OTPAuth.URI.parse(start.otpauth_uri);
+    // Verified with the previous step's code, so that the login's code is a step never used.
+    const previousStep = app.generate({ timestamp: Date.now() - 30_000 });
+    await expectStatus(call(1, '/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: previousStep } }), 200);
+    const code = app.generate();
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, index) => login(index, username, { mfa_code: code })),
+    );
+    const statuses = responses.map((response) => response.status);
+    assert.equal(statuses.filter((status) => status === 200).length, 1, `statuses: ${statuses}`);
+    assert.ok(
+      statuses.every((status) => [200, 400, 429].includes(status)),
       `statuses: ${statuses}`,
     );
   });

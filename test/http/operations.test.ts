@@ -418,7 +418,7 @@ describe('GET /metrics', () => {
 
     test('mfa_code_checks_total counts by purpose and outcome', () => {
       const checks = (purpose: string, outcome: string) =>
-        sampleValue(samples, 'mfa_code_checks_total', { purpose, outcome });
+        sampleValue(samples, 'mfa_code_checks_total', { purpose, factor_type: 'sms', outcome });
       assert.equal(checks('enrol', 'wrong'), 1);
       assert.equal(checks('enrol', 'ok'), 1);
       assert.equal(checks('login', 'wrong'), 1);
@@ -426,10 +426,11 @@ describe('GET /metrics', () => {
       assert.equal(checks('login', 'spent'), 1);
     });
 
-    test('mfa_logins_total counts by outcome, with the amr of successes', () => {
-      const logins = (outcome: string, amr: string) => sampleValue(samples, 'mfa_logins_total', { outcome, amr });
+    test('mfa_logins_total counts by outcome, with the amr and factor type of successes', () => {
+      const logins = (outcome: string, amr: string, factorType = '') =>
+        sampleValue(samples, 'mfa_logins_total', { outcome, amr, factor_type: factorType });
       assert.equal(logins('tokens', 'pwd'), 4);
-      assert.equal(logins('tokens', 'pwd sms'), 1);
+      assert.equal(logins('tokens', 'pwd sms', 'sms'), 1);
       assert.equal(logins('mfa_required', ''), 2);
       assert.equal(logins('invalid_grant', ''), 3);
       assert.equal(logins('throttled', ''), 0);
@@ -451,7 +452,17 @@ describe('GET /metrics', () => {
       const names = new Set(samples.flatMap((sample) => Object.keys(sample.labels)));
       for (const name of names) {
         assert.ok(
-          ['route', 'method', 'status', 'le', 'purpose', 'country_calling_code', 'outcome', 'amr'].includes(name),
+          [
+            'route',
+            'method',
+            'status',
+            'le',
+            'purpose',
+            'country_calling_code',
+            'outcome',
+            'amr',
+            'factor_type',
+          ].includes(name),
         );
       }
     });
@@ -470,6 +481,7 @@ const EMPTY_SUCCESS = new Set([
   'POST /mfa/oauth2/revoke/',
   'DELETE /admin/users/:id',
   'DELETE /admin/users/:id/mfa',
+  'DELETE /mfa/factors/:id/',
 ]);
 
 describe('GET /openapi.json', () => {

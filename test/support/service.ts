@@ -3,12 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { type RawBuilder, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { buildApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/store/database.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
+import { migrateTo } from './database.js';
 import { type FakeTwilio, startFakeTwilio } from './fake-twilio.js';
 import { createTestSchema, onPostgres } from './postgres.js';
 
@@ -37,6 +38,11 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** Overrides applied after parsing, for what no variable sets (the Twilio timeout). */
   adjust?: (config: Config) => Config;
+  /**
+   * An upgrade: the database is first migrated to `version` and given `seed`'s rows, as an older
+   * release would have left it; the service then migrates it to the latest schema at start.
+   */
+  legacy?: { version: string; seed: (db: Kysely<any>) => Promise<void> };
 }
 
 /**
@@ -70,6 +76,10 @@ export async function startService(options: ServiceOptions = {}) {
   });
   const clock = new TestClock();
   const { db, dialect } = await openDatabase(config.databaseUrl, config.databasePool);
+  if (options.legacy) {
+    await migrateTo(db, options.legacy.version);
+    await options.legacy.seed(db as unknown as Kysely<any>);
+  }
   await migrateToLatest(db);
   const app = await buildApp(config, { db, clock, logStream });
   await app.listen({ port: 0, host: '127.0.0.1' });

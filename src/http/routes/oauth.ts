@@ -83,12 +83,18 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
           scope: body.scope ?? '',
           mfaCode: body.mfa_code,
           backupCode: body.backup_code,
+          mfaType: body.mfa_type,
         },
         contextOf(request),
       );
-      return 'tokens' in result
-        ? toTokenResponseBody(result.tokens)
-        : { mfa_required: true as const, mfa_type: result.mfaType };
+      if ('tokens' in result) return toTokenResponseBody(result.tokens);
+      const { mfaType, mfaTypes, ...challenge } = result.challenge;
+      return {
+        mfa_required: true as const,
+        mfa_type: mfaType,
+        ...(mfaTypes ? { mfa_types: mfaTypes } : {}),
+        ...challenge,
+      };
     },
   );
 

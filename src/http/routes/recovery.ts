@@ -15,11 +15,7 @@ export function recoveryRoutes(
     async (request, reply) => {
       // The codes are shown this once: no cache may keep them.
       reply.header('cache-control', 'no-store');
-      const codes = await backupCodes.regenerateBackupCodes(
-        request.principal.userId,
-        request.principal,
-        contextOf(request),
-      );
+      const codes = await backupCodes.regenerateBackupCodes(request.principal, contextOf(request));
       return { backup_codes: codes };
     },
   );
@@ -27,6 +23,6 @@ export function recoveryRoutes(
   app.get(
     '/mfa/recovery/',
     { schema: { response: { 200: BackupCodesRemaining, ...errors } }, onRequest: requireAccessToken },
-    async (request) => ({ remaining: await backupCodes.countRemaining(request.principal.userId, request.principal) }),
+    async (request) => ({ remaining: await backupCodes.countRemaining(request.principal) }),
   );
 }

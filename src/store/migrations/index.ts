@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as core from './2026_11_23_0900_core.js';
 import * as backupCodesThrottleAudit from './2026_11_23_1500_backup_codes_throttle_audit.js';
 import * as hardening from './2026_11_23_2100_hardening.js';
+import * as mfaFactors from './2026_11_23_2200_mfa_factors.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
 export const migrations: Record<string, Migration> = {
   '2026_11_23_0900_core': core,
   '2026_11_23_1500_backup_codes_throttle_audit': backupCodesThrottleAudit,
   '2026_11_23_2100_hardening': hardening,
+  '2026_11_23_2200_mfa_factors': mfaFactors,
 };

@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
+import type { Clock } from '../../clock.js';
+import { ServiceError } from '../../errors.js';
+import type { Factor } from '../../store/mfa-factors.js';
+import type { Store } from '../../store/store.js';
+import type { Enrolment, MfaStatus } from '../enrolment.js';
+import type { OneTimeCodes } from '../one-time-codes.js';
+import { parsePhoneNumber } from '../phone-numbers.js';
+import type { LoginProof } from '../step-up.js';
+import type { SecondFactor } from './factor.js';
+
+export interface SmsFactorDeps {
+  store: Store;
+  codes: OneTimeCodes;
+  enrolment: Enrolment;
+  audit: AuditTrail;
+  clock: Clock;
+}
+
+/** SMS codes: the seed's factor. Enrolment sends a code to the number; a login sends one to the verified number. */
+export function createSmsFactor({ store, codes, enrolment, audit, clock }: SmsFactorDeps) {
+  const factor: SecondFactor = {
+    type: 'sms',
+    amr: 'sms',
+    proof: 'code',
+    maxPerUser: 1,
+
+    async challenge(user, [verified], context) {
+      // Inside the resend cooldown no SMS goes out; the code sent moments ago still works.
+      if (verified?.phoneNumber)
+        await codes.sendCode(user.id, 'login', parsePhoneNumber(verified.phoneNumber), context.log);
+      return {};
+    },
+
+    async check(user, [verified], code, context) {
+      if (!verified) return { refused: 'no SMS factor', applies: false };
+      const check = await codes.checkCode(user.id, 'login', code);
+      if (check.outcome === 'ok') return { accepted: verified };
+      await audit.record('mfa_code_check', check.outcome, {
+        userId: user.id,
+        context,
+        detail: { purpose: 'login', factor_type: 'sms', factor_id: verified.id },
+      });
+      return { refused: check.description, applies: check.outcome !== 'none' };
+    },
+  };
+
+  /**
+   * Sends an enrolment code to the number and keeps it as the pending SMS factor; throws 409
+   * `mfa_already_enabled` when an SMS factor is verified, 429 `sms_cooldown`, or an SMS error.
+   */
+  async function requestEnrolment(login: LoginProof, phoneDigits: string, context: RequestContext): Promise<MfaStatus> {
+    const phone = parsePhoneNumber(phoneDigits);
+    await enrolment.requireRoomFor(factor, login);
+    const keepPending = () =>
+      store.factors.replacePendingFactor({
+        id: randomUUID(),
+        userId: login.userId,
+        type: 'sms',
+        name: 'SMS',
+        createdAt: clock.now(),
+        phoneNumber: phone.digits,
+      });
+    const sent = await codes.sendCode(login.userId, 'enrol', phone, context.log).catch(async (error: unknown) => {
+      // The message may still arrive (CONTRACT §15): its code then enrols the number.
+      if (error instanceof ServiceError && error.code === 'sms_timeout') await keepPending();
+      throw error;
+    });
+    if (sent.outcome === 'cooldown') {
+      throw new ServiceError(
+        'sms_cooldown',
+        `a code was sent moments ago; wait ${sent.retryAfterSeconds} s before asking again`,
+        sent.retryAfterSeconds,
+      );
+    }
+    await keepPending();
+    return enrolment.getStatus(login.userId);
+  }
+
+  /** Verifies the pending SMS factor with the code sent to it; throws `invalid_mfa_code` for a bad code. */
+  async function confirmEnrolment(login: LoginProof, code: string, context: RequestContext): Promise<MfaStatus> {
+    const pending = await findPending(login.userId);
+    if (!pending) {
+      const isOn = (await enrolment.listFactors(login.userId)).some((other) => other.type === 'sms');
+      throw isOn
+        ? new ServiceError('mfa_already_enabled', 'an SMS factor is already enrolled; remove it first')
+        : new ServiceError('invalid_mfa_code', 'no code is pending; request one with PUT /mfa/sms/request/');
+    }
+    const check = await codes.checkCode(login.userId, 'enrol', code);
+    if (check.outcome !== 'ok') {
+      await audit.record('mfa_code_check', check.outcome, {
+        userId: login.userId,
+        context,
+        detail: { purpose: 'enrol', factor_type: 'sms' },
+      });
+      throw new ServiceError('invalid_mfa_code', check.description);
+    }
+    return enrolment.activate(login, pending, { phoneNumber: check.phoneNumber }, context);
+  }
+
+  async function findPending(userId: string): Promise<Factor | undefined> {
+    const factors = await store.factors.listFactors(userId);
+    return factors.find((candidate) => candidate.type === 'sms' && candidate.status === 'pending');
+  }
+
+  return { ...factor, requestEnrolment, confirmEnrolment };
+}
+
+export type SmsFactor = ReturnType<typeof createSmsFactor>;

@@ -1,0 +1,228 @@
+import type { Selectable } from 'kysely';
+import type { Executor, FactorStatus, MfaFactorTable } from './database.js';
+
+export interface Factor {
+  id: string;
+  userId: string;
+  type: string;
+  name: string;
+  isDefault: boolean;
+  status: FactorStatus;
+  createdAt: Date;
+  verifiedAt?: Date;
+  lastUsedAt?: Date;
+  phoneNumber?: string;
+  sealedSecret?: string;
+  data?: string;
+  counter?: number;
+}
+
+function toFactor(row: Selectable<MfaFactorTable>): Factor {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    type: row.type,
+    name: row.name,
+    isDefault: row.is_default === 1,
+    status: row.status,
+    createdAt: new Date(row.created_at),
+    verifiedAt: row.verified_at ? new Date(row.verified_at) : undefined,
+    lastUsedAt: row.last_used_at ? new Date(row.last_used_at) : undefined,
+    phoneNumber: row.phone_number ?? undefined,
+    sealedSecret: row.sealed_secret ?? undefined,
+    data: row.data ?? undefined,
+    counter: row.counter ?? undefined,
+  };
+}
+
+/** Every factor of the user, pending ones included, oldest first. */
+export async function listFactors(db: Executor, userId: string): Promise<Factor[]> {
+  const rows = await db
+    .selectFrom('mfa_factor')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map(toFactor);
+}
+
+/** The user's factor with this id (pending or verified), or undefined. */
+export async function findFactor(db: Executor, userId: string, id: string): Promise<Factor | undefined> {
+  if (id.includes('\0')) return undefined; // PostgreSQL text cannot hold NUL
+  const row = await db
+    .selectFrom('mfa_factor')
+    .selectAll()
+    .where('user_id', '=', userId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row && toFactor(row);
+}
+
+/** Stores a pending enrolment, replacing the user's earlier pending one of the same type. */
+export async function replacePendingFactor(
+  db: Executor,
+  factor: Pick<Factor, 'id' | 'userId' | 'type' | 'name' | 'createdAt' | 'phoneNumber' | 'sealedSecret' | 'data'>,
+): Promise<void> {
+  await db
+    .deleteFrom('mfa_factor')
+    .where('user_id', '=', factor.userId)
+    .where('type', '=', factor.type)
+    .where('status', '=', 'pending')
+    .execute();
+  await db
+    .insertInto('mfa_factor')
+    .values({
+      id: factor.id,
+      user_id: factor.userId,
+      type: factor.type,
+      name: factor.name,
+      is_default: 0,
+      status: 'pending',
+      created_at: factor.createdAt.toISOString(),
+      phone_number: factor.phoneNumber ?? null,
+      sealed_secret: factor.sealedSecret ?? null,
+      data: factor.data ?? null,
+    })
+    .execute();
+}
+
+/**
+ * Locks the user's MFA state for the rest of the transaction (a no-op update: PostgreSQL holds the
+ * row until commit, SQLite the whole database) and returns when MFA was turned on, or undefined
+ * while it is off. Factor changes run behind it, so two of them cannot both think they are first.
+ */
+export async function lockUserMfa(db: Executor, userId: string): Promise<{ mfaEnabledAt?: Date } | undefined> {
+  const row = await db
+    .updateTable('user')
+    .set((eb) => ({ mfa_enabled_at: eb.ref('mfa_enabled_at') }))
+    .where('id', '=', userId)
+    .returning('mfa_enabled_at')
+    .executeTakeFirst();
+  return row && { mfaEnabledAt: row.mfa_enabled_at ? new Date(row.mfa_enabled_at) : undefined };
+}
+
+/** Records when MFA was turned on (or, with undefined, that it is off). */
+export async function setMfaEnabledAt(db: Executor, userId: string, at: Date | undefined): Promise<void> {
+  await db
+    .updateTable('user')
+    .set({ mfa_enabled_at: at?.toISOString() ?? null })
+    .where('id', '=', userId)
+    .execute();
+}
+
+/**
+ * Makes a pending factor verified (and the default when `isDefault`), with the facts its proof
+ * settled; returns false when it was not pending (verified by a racing request, or replaced).
+ */
+export async function verifyFactor(
+  db: Executor,
+  factorId: string,
+  now: Date,
+  settled: { isDefault: boolean; phoneNumber?: string; counter?: number },
+): Promise<boolean> {
+  const row = await db
+    .updateTable('mfa_factor')
+    .set({
+      status: 'verified',
+      verified_at: now.toISOString(),
+      is_default: settled.isDefault ? 1 : 0,
+      ...(settled.phoneNumber === undefined ? {} : { phone_number: settled.phoneNumber }),
+      ...(settled.counter === undefined ? {} : { counter: settled.counter }),
+    })
+    .where('id', '=', factorId)
+    .where('status', '=', 'pending')
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Makes the verified factor the user's default (and no other); false when there is no such factor. */
+export async function setDefaultFactor(db: Executor, userId: string, factorId: string): Promise<boolean> {
+  const rows = await db
+    .updateTable('mfa_factor')
+    .set((eb) => ({ is_default: eb.case().when('id', '=', factorId).then(1).else(0).end() }))
+    .where('user_id', '=', userId)
+    .where('status', '=', 'verified')
+    .returning('id')
+    .execute();
+  return rows.some((row) => row.id === factorId);
+}
+
+export async function renameFactor(db: Executor, userId: string, factorId: string, name: string): Promise<void> {
+  await db.updateTable('mfa_factor').set({ name }).where('user_id', '=', userId).where('id', '=', factorId).execute();
+}
+
+/** Deletes the factor with its secrets; returns it, or undefined when there was none. */
+export async function deleteFactor(db: Executor, userId: string, factorId: string): Promise<Factor | undefined> {
+  const row = await db
+    .deleteFrom('mfa_factor')
+    .where('user_id', '=', userId)
+    .where('id', '=', factorId)
+    .returningAll()
+    .executeTakeFirst();
+  return row && toFactor(row);
+}
+
+/** Deletes every factor of the user, pending ones included; returns whether one was verified. */
+export async function deleteAllFactors(db: Executor, userId: string): Promise<boolean> {
+  const rows = await db.deleteFrom('mfa_factor').where('user_id', '=', userId).returning('status').execute();
+  return rows.some((row) => row.status === 'verified');
+}
+
+/**
+ * Moves the factor's counter up to `value` in one conditional update; false when it is already
+ * there or past it. The guard that makes a TOTP step, or a passkey's signature, count once.
+ */
+export async function advanceCounter(db: Executor, factorId: string, value: number): Promise<boolean> {
+  const row = await db
+    .updateTable('mfa_factor')
+    .set({ counter: value })
+    .where('id', '=', factorId)
+    .where((eb) => eb.or([eb('counter', 'is', null), eb('counter', '<', value)]))
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function markFactorUsed(db: Executor, factorId: string, now: Date): Promise<void> {
+  await db.updateTable('mfa_factor').set({ last_used_at: now.toISOString() }).where('id', '=', factorId).execute();
+}
+
+/** How many users have MFA on (a verified factor). */
+export async function countUsersWithMfa(db: Executor): Promise<number> {
+  const row = await db
+    .selectFrom('mfa_factor')
+    .select((eb) => eb.fn.count<number | string>('user_id').distinct().as('users'))
+    .where('status', '=', 'verified')
+    .executeTakeFirstOrThrow();
+  return Number(row.users);
+}
+
+/** Every user with the types of their verified factors and their SMS number, by username. */
+export async function listUsersWithFactors(
+  db: Executor,
+): Promise<{ id: string; username: string; factorTypes: string[]; phoneNumber?: string }[]> {
+  const users = await db.selectFrom('user').select(['id', 'username']).orderBy('username').execute();
+  const factors = await db
+    .selectFrom('mfa_factor')
+    .select(['user_id', 'type', 'phone_number'])
+    .where('status', '=', 'verified')
+    .orderBy('created_at')
+    .execute();
+  return users.map((user) => {
+    const own = factors.filter((factor) => factor.user_id === user.id);
+    return {
+      id: user.id,
+      username: user.username,
+      factorTypes: [...new Set(own.map((factor) => factor.type))],
+      phoneNumber: own.find((factor) => factor.phone_number !== null)?.phone_number ?? undefined,
+    };
+  });
+}
+
+/** When the user's MFA was turned on, or undefined while it is off (or the user does not exist). */
+export async function findMfaEnabledAt(db: Executor, userId: string): Promise<Date | undefined> {
+  const row = await db.selectFrom('user').select('mfa_enabled_at').where('id', '=', userId).executeTakeFirst();
+  return row?.mfa_enabled_at ? new Date(row.mfa_enabled_at) : undefined;
+}

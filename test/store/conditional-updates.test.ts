@@ -1,0 +1,107 @@
+// The conditional updates every factor relies on, run on the pass's database with real
+// concurrency (PostgreSQL's pool; SQLite serialises, which must give the same answers).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Kysely } from 'kysely';
+import { spendBackupCode } from '../../src/store/backup-codes.js';
+import type { Database } from '../../src/store/database.js';
+import { advanceCounter, replacePendingFactor } from '../../src/store/mfa-factors.js';
+import { migrateToLatest } from '../../src/store/migrate.js';
+import { countAttempt, markUsed, replaceCode } from '../../src/store/one-time-codes.js';
+import { reserveAttempt } from '../../src/store/throttle.js';
+import { insertUser } from '../../src/store/users.js';
+import { openTestDatabase } from '../support/database.js';
+
+let db: Kysely<Database>;
+let close: () => Promise<void>;
+let userCount = 0;
+const NOW = new Date('2026-11-23T12:00:00.000Z');
+
+before(async () => {
+  ({ db, close } = await openTestDatabase());
+  await migrateToLatest(db);
+});
+after(() => close());
+
+async function newUser(): Promise<string> {
+  const id = `user-${++userCount}`;
+  await insertUser(db, { id, username: id, usernameKey: id, passwordHash: 'h' }, NOW);
+  return id;
+}
+
+/** Runs `work` 20 times at once. */
+function twenty<T>(work: () => Promise<T>): Promise<T[]> {
+  return Promise.all(Array.from({ length: 20 }, work));
+}
+
+describe('spend once', () => {
+  test('of 20 simultaneous markUsed on one code, exactly one wins', async () => {
+    const userId = await newUser();
+    await replaceCode(
+      db,
+      {
+        id: 'code-1',
+        userId,
+        purpose: 'login',
+        phoneNumber: '1',
+        codeHash: 'x',
+        expiresAt: new Date(NOW.getTime() + 300_000),
+      },
+      NOW,
+    );
+    const results = await twenty(() => markUsed(db, 'code-1', NOW));
+    assert.equal(results.filter(Boolean).length, 1);
+  });
+
+  test('of 20 simultaneous spends of one backup code, exactly one wins', async () => {
+    const userId = await newUser();
+    await db
+      .insertInto('backup_code')
+      .values({ id: 'b-1', user_id: userId, code_hash: 'hash-1', used_at: null, created_at: NOW.toISOString() })
+      .execute();
+    const results = await twenty(() => spendBackupCode(db, userId, 'hash-1', NOW));
+    assert.equal(results.filter(Boolean).length, 1);
+  });
+});
+
+describe('count the attempt first', () => {
+  test('of 20 simultaneous attempts at a code allowing 5, exactly 5 are counted, numbered 1 to 5', async () => {
+    const userId = await newUser();
+    await replaceCode(
+      db,
+      {
+        id: 'code-2',
+        userId,
+        purpose: 'login',
+        phoneNumber: '1',
+        codeHash: 'x',
+        expiresAt: new Date(NOW.getTime() + 300_000),
+      },
+      NOW,
+    );
+    const results = await twenty(() => countAttempt(db, 'code-2', 5));
+    assert.deepEqual(results.filter((attempt) => attempt !== undefined).sort(), [1, 2, 3, 4, 5]);
+  });
+
+  test('of 50 simultaneous reservations in a scope allowing 5, exactly 5 get through', async () => {
+    const rule = {
+      free: 5,
+      windowStart: new Date(NOW.getTime() - 900_000),
+      blockEnds: [new Date(NOW.getTime() + 2000)],
+    };
+    const results = await Promise.all(Array.from({ length: 50 }, () => reserveAttempt(db, 'scope-race', NOW, rule)));
+    assert.equal(results.filter(Boolean).length, 5);
+  });
+});
+
+describe('accept a step only once', () => {
+  test('of 20 simultaneous advances to one step, exactly one wins; that step and earlier ones never again', async () => {
+    const userId = await newUser();
+    await replacePendingFactor(db, { id: 'f-1', userId, type: 'totp', name: 'app', createdAt: NOW, sealedSecret: 's' });
+    const results = await twenty(() => advanceCounter(db, 'f-1', 1000));
+    assert.equal(results.filter(Boolean).length, 1);
+    assert.equal(await advanceCounter(db, 'f-1', 1000), false);
+    assert.equal(await advanceCounter(db, 'f-1', 999), false);
+    assert.equal(await advanceCounter(db, 'f-1', 1001), true);
+  });
+});
