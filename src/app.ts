@@ -138,7 +138,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const introspection = createIntrospection({ store, accessTokens, clock, issuer: config.issuer });
   const clients = createClients({ store, clock });
   const removal = createMfaRemoval({ store, sessions, audit, clock });
-  const stepUp = createStepUp({ store });
+  const stepUp = createStepUp({ store, clock });
   const enrolment = createEnrolment({ store, sessions, removal, stepUp, audit, clock });
   const backupCodes = createBackupCodes({ store, stepUp, clock, codeKey, audit });
   const limiter = createAttemptLimiter({ store, clock });

@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'invalid_scope'
   | 'invalid_token'
   | 'insufficient_user_authentication'
+  | 'mfa_required'
   | 'login_throttled'
   | 'mfa_throttled'
   // MFA state and codes
@@ -42,6 +43,8 @@ export class ServiceError extends Error {
     readonly description: string,
     /** For rate limits: seconds until a retry can succeed, sent as `Retry-After`. */
     readonly retryAfterSeconds?: number,
+    /** Fields the answer carries beside `error` and `error_description` (an `mfa_token`, say). */
+    readonly details?: Record<string, unknown>,
   ) {
     super(`${code}: ${description}`);
     this.name = 'ServiceError';

@@ -58,13 +58,35 @@ const COMMANDS: Record<string, Command> = {
   'create-client': {
     usage: 'create-client <name>',
     summary: 'register a confidential OAuth client; prints its secret once',
-    help: 'Prints client_id and client_secret. The secret is stored hashed and cannot be shown again.',
+    help: "Prints client_id and client_secret. The secret is stored hashed and cannot be shown again.\nThe client gets the seed's mfa_required answer; set-mfa-challenge changes that.",
     arity: 1,
     async run([name = ''], { clients }) {
       if (name.length === 0 || name.length > 200)
         throw new ServiceError('invalid_request', 'name must be 1 to 200 characters');
       const client = await clients.registerClient(name);
       print(`client_id=${client.clientId}\nclient_secret=${client.clientSecret}`);
+    },
+  },
+  'show-client': {
+    usage: 'show-client <client_id>',
+    summary: "show a client's name and mfa_challenge",
+    help: 'mfa_challenge is seed (200 {mfa_required}) or error (403 mfa_required with an mfa_token).',
+    arity: 1,
+    async run([clientId = ''], { clients }) {
+      const client = await clients.getClient(clientId);
+      print(`client_id=${client.clientId}\nname=${client.name}\nmfa_challenge=${client.mfaChallenge}`);
+    },
+  },
+  'set-mfa-challenge': {
+    usage: 'set-mfa-challenge <client_id> <seed|error>',
+    summary: 'choose how a client is told a second factor is needed',
+    help: "seed: the seed's 200 {mfa_required, mfa_type}, after which the client sends the password again\nwith the code. error: 403 mfa_required with an mfa_token, finished with the mfa-otp or\nmfa-recovery-code grant (what generic OAuth libraries expect).",
+    arity: 2,
+    async run([clientId = '', style = ''], { clients }) {
+      if (style !== 'seed' && style !== 'error')
+        throw new ServiceError('invalid_request', 'the style must be seed or error');
+      const client = await clients.setMfaChallenge(clientId, style);
+      print(`client ${client.clientId} now gets mfa_challenge=${client.mfaChallenge}`);
     },
   },
   'reset-mfa': {

@@ -1,6 +1,7 @@
 import { type Server, STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply } from 'fastify';
 import { type ErrorCode, ServiceError } from '../errors.js';
+import { StepUpRequired } from '../mfa/step-up.js';
 import { isDatabaseUnavailable } from '../store/database.js';
 
 /** The only code → status table; a new ErrorCode without a status does not compile. */
@@ -11,7 +12,8 @@ const STATUS: Record<ErrorCode, number> = {
   unsupported_grant_type: 400,
   invalid_scope: 400,
   invalid_token: 401,
-  insufficient_user_authentication: 403,
+  insufficient_user_authentication: 401,
+  mfa_required: 403,
   login_throttled: 429,
   mfa_throttled: 429,
   invalid_mfa_code: 400,
@@ -48,8 +50,8 @@ export function statusOf(code: ErrorCode): number {
   return STATUS[code];
 }
 
-function send(reply: FastifyReply, code: ErrorCode, description: string) {
-  return reply.code(STATUS[code]).send({ error: code, error_description: description });
+function send(reply: FastifyReply, code: ErrorCode, description: string, details?: Record<string, unknown>) {
+  return reply.code(STATUS[code]).send({ error: code, error_description: description, ...details });
 }
 
 /** An `invalid_request` body for the answers written below Fastify, on the raw response or socket. */
@@ -135,13 +137,16 @@ export function registerErrorHandling(app: FastifyInstance): void {
       request.log.info({ error: error.code }, 'request refused');
       if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
       if (error.code === 'invalid_token' || error.code === 'insufficient_user_authentication') {
+        // RFC 9470 §3: a step-up challenge says what would satisfy the call.
+        const stepUp =
+          error instanceof StepUpRequired ? `, acr_values="${error.acrValues}", max_age=${error.maxAgeSeconds}` : '';
         reply.header(
           'www-authenticate',
-          `Bearer realm="mfa", error="${error.code}", error_description="${error.description}"`,
+          `Bearer realm="mfa", error="${error.code}", error_description="${error.description}"${stepUp}`,
         );
       }
       if (error.code === 'invalid_client') reply.header('www-authenticate', 'Basic realm="mfa"');
-      return send(reply, error.code, error.description);
+      return send(reply, error.code, error.description, error.details);
     }
     if (error.validation) {
       request.log.info({ error: 'invalid_request' }, 'request refused: schema');

@@ -85,6 +85,19 @@ export const TokenRequestBody = Type.Object({
   mfa_type: Type.Optional(
     Type.String({ maxLength: 20, description: `the second factor to ask for: ${FACTOR_TYPES.join(', ')}` }),
   ),
+  acr_values: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9:._-]+( [A-Za-z0-9:._-]+)*$',
+      maxLength: 200,
+      description: 'space-separated acr values in order of preference (RFC 9470), e.g. "phr aal2"',
+    }),
+  ),
+  max_age: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,9}$', description: 'the most seconds since the user authenticated (RFC 9470)' }),
+  ),
+  mfa_token: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  otp: Type.Optional(MfaCode),
+  recovery_code: Type.Optional(BackupCode),
   scope: Type.Optional(
     Type.String({
       pattern: `^(${SCOPE_TOKEN}( ${SCOPE_TOKEN})*)?$`,
@@ -121,6 +134,7 @@ export const IntrospectionResponse = Type.Object({
   exp: Type.Optional(Type.Integer()),
   jti: Type.Optional(Type.String()),
   amr: Type.Optional(Type.Array(Type.String())),
+  acr: Type.Optional(Type.String()),
   auth_time: Type.Optional(Type.Integer()),
   iss: Type.Optional(Type.String()),
 });
@@ -128,6 +142,15 @@ export const IntrospectionResponse = Type.Object({
 export const MfaRequiredResponse = Type.Object({
   mfa_required: Type.Literal(true),
   mfa_type: FactorTypeSchema,
+  mfa_types: Type.Optional(Type.Array(FactorTypeSchema)),
+});
+
+/** CONTRACT §14: the 403 a client registered with mfa_challenge "error" gets instead. */
+export const MfaRequiredError = Type.Object({
+  error: Type.String(),
+  error_description: Type.String(),
+  mfa_token: Type.Optional(Type.String()),
+  mfa_type: Type.Optional(FactorTypeSchema),
   mfa_types: Type.Optional(Type.Array(FactorTypeSchema)),
 });
 
@@ -143,11 +166,26 @@ export const CreateUserBody = Type.Object({
 export const CreatedUser = Type.Object({ id: Type.String(), username: Type.String() });
 
 // No NUL in a name: PostgreSQL text cannot store one, so both dialects refuse it alike.
+const MfaChallengeStyle = Type.Union([Type.Literal('seed'), Type.Literal('error')], {
+  description: '"seed" (200 {mfa_required}) or "error" (403 mfa_required with an mfa_token)',
+});
+
 export const CreateClientBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]+$' }),
+  mfa_challenge: Type.Optional(MfaChallengeStyle),
 });
 
 export const CreatedClient = Type.Object({ client_id: Type.String(), client_secret: Type.String() });
+
+export const ClientIdParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
+
+export const UpdateClientBody = Type.Object({ mfa_challenge: MfaChallengeStyle });
+
+export const ClientSettings = Type.Object({
+  client_id: Type.String(),
+  name: Type.String(),
+  mfa_challenge: Type.String(),
+});
 
 export const BackupCodesResponse = Type.Object({
   backup_codes: Type.Array(Type.String({ pattern: '^[0-9]{12}$' }), { minItems: 10, maxItems: 10 }),
@@ -191,6 +229,7 @@ export const AuthorizationServerMetadata = Type.Object(
     token_endpoint_auth_methods_supported: Type.Array(Type.String()),
     revocation_endpoint_auth_methods_supported: Type.Array(Type.String()),
     introspection_endpoint_auth_methods_supported: Type.Array(Type.String()),
+    acr_values_supported: Type.Array(Type.String()),
   },
   { additionalProperties: true },
 );

@@ -22,7 +22,7 @@ export function createBackupCodes({ store, stepUp, clock, codeKey, audit }: Back
   /** A new set replacing any earlier one; needs MFA on and a login that carried the second factor. */
   async function regenerateBackupCodes(login: LoginProof, context: RequestContext): Promise<string[]> {
     const userId = login.userId;
-    await stepUp.requireSecondFactor(login);
+    await stepUp.requireRecentSecondFactor(login);
     const codes = new Set<string>();
     while (codes.size < SET_SIZE) codes.add(randomDigits(12));
     const hashed = [...codes].map((code) => ({ id: randomUUID(), codeHash: hash(userId, code) }));
@@ -33,7 +33,7 @@ export function createBackupCodes({ store, stepUp, clock, codeKey, audit }: Back
 
   /** How many unused codes are left; same requirements as regenerating. */
   async function countRemaining(login: LoginProof): Promise<number> {
-    await stepUp.requireSecondFactor(login);
+    await stepUp.requireRecentSecondFactor(login);
     return store.backupCodes.countUnusedBackupCodes(login.userId);
   }
 

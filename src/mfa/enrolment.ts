@@ -51,7 +51,7 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
         ? new ServiceError('mfa_already_enabled', `a ${type.type} factor is already enrolled; remove it first`)
         : new ServiceError('too_many_factors', `at most ${type.maxPerUser} ${type.type} factors; remove one first`);
     }
-    if (verified.length > 0) await stepUp.requireSecondFactor(login);
+    if (verified.length > 0) await stepUp.requireRecentSecondFactor(login);
   }
 
   /**
@@ -89,7 +89,7 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
   ): Promise<Factor> {
     const factor = await getVerifiedFactor(login.userId, factorId);
     if (change.isDefault && !factor.isDefault) {
-      await stepUp.requireSecondFactor(login);
+      await stepUp.requireRecentSecondFactor(login);
       await store.factors.setDefaultFactor(login.userId, factorId);
       await audit.record('factor_made_default', 'succeeded', {
         userId: login.userId,
@@ -107,7 +107,7 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
    */
   async function removeFactor(login: LoginProof, factorId: string, context: RequestContext): Promise<void> {
     const factor = await getVerifiedFactor(login.userId, factorId);
-    await stepUp.requireSecondFactor(login);
+    await stepUp.requireRecentSecondFactor(login);
     const verified = await listFactors(login.userId);
     if (verified.length === 1) {
       await removal.removeAllFactors(login.userId, { by: 'user', sessionId: login.sessionId, context });
@@ -132,7 +132,7 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
 
   /** Turns MFA off (every factor, pending codes, backup codes); a sensitive call. */
   async function disableMfa(login: LoginProof, context: RequestContext): Promise<void> {
-    await stepUp.requireSecondFactor(login);
+    await stepUp.requireRecentSecondFactor(login);
     const { wasEnabled } = await removal.removeAllFactors(login.userId, {
       by: 'user',
       sessionId: login.sessionId,

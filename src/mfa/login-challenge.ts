@@ -13,18 +13,25 @@ import {
   toFactorType,
 } from './factors/factor.js';
 import type { GuessBudget } from './guess-budget.js';
+import { ACR_VALUES, type Acr, acrOf, meetsAcr } from './step-up.js';
 
-/** What the password grant carries besides the password. */
+/** What a token request carries besides the password. */
 export interface SecondStep {
   /** The factor type the client asks for (CONTRACT §13); the default one otherwise. */
   mfaType?: string;
   mfaCode?: string;
   backupCode?: string;
+  /** RFC 9470 §4 `acr_values`, in order of preference. */
+  acrValues?: readonly string[];
 }
 
 export type LoginDecision =
   | { amr: string[]; factorType?: FactorType | 'backup' }
-  | { challenge: { mfaType: FactorType; mfaTypes?: FactorType[] } & Challenge };
+  | {
+      challenge: { mfaType: FactorType; mfaTypes?: FactorType[] } & Challenge;
+      /** What the finished login must reach. */
+      requiredAcr: Acr;
+    };
 
 export interface LoginChallengeDeps {
   store: Store;
@@ -36,32 +43,48 @@ export interface LoginChallengeDeps {
 }
 
 /**
- * The one question the password grant asks once the password is right: "this user, this proof
- * (or none): tokens with which amr, or which challenge?" It never names a factor type.
+ * The one question a login asks once the password is right: "this user, this proof (or none):
+ * tokens with which amr, or which challenge?" It never names a factor type.
  */
 export function createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock }: LoginChallengeDeps) {
   /**
-   * Throws `invalid_request` for an `mfa_type` the user has not enrolled, `mfa_throttled` past the
-   * guess budget, `invalid_grant` for a wrong proof.
+   * Throws `invalid_request` for an `mfa_type` the user has not enrolled or `acr_values` the user
+   * cannot meet, `mfa_throttled` past the guess budget, `invalid_grant` for a wrong proof.
    */
   async function decide(user: LoginUser, step: SecondStep, context: RequestContext): Promise<LoginDecision> {
     const verified = (await store.factors.listFactors(user.id)).filter((factor) => factor.status === 'verified');
-    if (verified.length === 0) return { amr: ['pwd'] };
     const byType = new Map<FactorType, Factor[]>();
     for (const type of FACTOR_TYPES) {
       const ofType = verified.filter((factor) => factor.type === type);
       if (ofType.length > 0) byType.set(type, ofType);
     }
-    const types = [...byType.keys()];
-    const asked = step.mfaType === undefined ? undefined : types.find((type) => type === step.mfaType);
+    const enrolled = [...byType.keys()];
+    const required = requiredAcr(enrolled, step.acrValues);
+    if (required === 'aal1') return { amr: ['pwd'] };
+    // The factors whose success reaches what is required (only passkeys for phr).
+    const usable = enrolled.filter((type) => meetsAcr(acrOf(['pwd', factors[type].amr]), required));
+
+    const asked = step.mfaType === undefined ? undefined : enrolled.find((type) => type === step.mfaType);
     if (step.mfaType !== undefined && !asked) {
       throw new ServiceError(
         'invalid_request',
-        `mfa_type ${step.mfaType} is not enrolled for this user; send one of: ${types.join(', ')}`,
+        `mfa_type ${step.mfaType} is not enrolled for this user; send one of: ${enrolled.join(', ')}`,
+      );
+    }
+    if (asked && !usable.includes(asked)) {
+      throw new ServiceError(
+        'invalid_request',
+        `mfa_type ${asked} cannot reach acr ${required}; send one of: ${usable.join(', ')}`,
       );
     }
 
     if (step.backupCode !== undefined) {
+      if (!meetsAcr('aal2', required)) {
+        throw new ServiceError(
+          'invalid_request',
+          `a backup code reaches aal2, not ${required}: use ${usable.join(', ')}`,
+        );
+      }
       await guesses.reserveGuess(user.id, context);
       if (!(await backupCodes.spendBackupCode(user.id, step.backupCode, context))) {
         throw new ServiceError('invalid_grant', 'backup_code: the code is wrong or already used');
@@ -71,15 +94,18 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
     }
 
     if (step.mfaCode !== undefined) {
+      // The factor asked for first: a TOTP code need not spend an attempt of a pending SMS code.
+      const codeTypes = usable
+        .filter((type) => factors[type].proof === 'code')
+        .sort((a, b) => Number(b === asked) - Number(a === asked));
+      if (codeTypes.length === 0) {
+        throw new ServiceError('invalid_request', `no factor that takes mfa_code reaches acr ${required}`);
+      }
       await guesses.reserveGuess(user.id, context);
       const refusals: { refused: string; applies: boolean }[] = [];
-      // The factor asked for first: a TOTP code need not spend an attempt of a pending SMS code.
-      const order = [...types].sort((a, b) => Number(b === asked) - Number(a === asked));
-      for (const type of order) {
-        const ofType = byType.get(type) ?? [];
+      for (const type of codeTypes) {
         const factor = factors[type];
-        if (factor.proof !== 'code') continue;
-        const result = await factor.check(user, ofType, step.mfaCode, context);
+        const result = await factor.check(user, byType.get(type) ?? [], step.mfaCode, context);
         if ('accepted' in result) {
           await guesses.guessSucceeded(user.id);
           await store.factors.markFactorUsed(result.accepted.id, clock.now());
@@ -91,17 +117,36 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
       throw new ServiceError('invalid_grant', `mfa_code: ${reason?.refused ?? 'the code is wrong'}`);
     }
 
-    const chosen = asked ?? defaultType(verified);
+    const byDefault = toFactorType((verified.find((factor) => factor.isDefault) ?? verified[0])?.type);
+    const chosen = asked ?? (usable.includes(byDefault) ? byDefault : toFactorType(usable[0]));
     const challenge = await factors[chosen].challenge(user, byType.get(chosen) ?? [], context);
     await audit.record('login', 'mfa_required', { userId: user.id, context, detail: { factor_type: chosen } });
-    return { challenge: { ...challenge, mfaType: chosen, ...(types.length > 1 ? { mfaTypes: types } : {}) } };
+    return {
+      challenge: { ...challenge, mfaType: chosen, ...(usable.length > 1 ? { mfaTypes: usable } : {}) },
+      requiredAcr: required,
+    };
+  }
+
+  /**
+   * What the login must reach: the user's own policy (a second factor once they have one),
+   * raised to the first of `acr_values` (RFC 9470 §4, in order of preference) they can meet.
+   */
+  function requiredAcr(enrolled: FactorType[], acrValues: readonly string[] | undefined): Acr {
+    const policy: Acr = enrolled.length > 0 ? 'aal2' : 'aal1';
+    if (acrValues === undefined || acrValues.length === 0) return policy;
+    const reachable = (acr: Acr) =>
+      acr === 'aal1' || enrolled.some((type) => meetsAcr(acrOf(['pwd', factors[type].amr]), acr));
+    for (const value of acrValues) {
+      const acr = ACR_VALUES.find((known) => known === value);
+      if (acr && reachable(acr)) return meetsAcr(acr, policy) ? acr : policy;
+    }
+    throw new ServiceError(
+      'invalid_request',
+      `this user cannot meet acr_values "${acrValues.join(' ')}" with the factors enrolled (${enrolled.join(', ') || 'none'}); known values: ${ACR_VALUES.join(', ')}`,
+    );
   }
 
   return { decide };
 }
 
 export type LoginChallenge = ReturnType<typeof createLoginChallenge>;
-
-function defaultType(verified: Factor[]): FactorType {
-  return toFactorType((verified.find((factor) => factor.isDefault) ?? verified[0])?.type);
-}

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
+import { type Acr, acrOf } from '../mfa/step-up.js';
 import type { Store } from '../store/store.js';
 import { SIGNING_ALG, type SigningKeys } from './signing-keys.js';
 
@@ -19,6 +20,8 @@ export interface AccessGrant {
 }
 
 export interface VerifiedAccessToken extends AccessGrant {
+  /** What the login's amr reaches (CONTRACT §14). */
+  acr: Acr;
   jti: string;
   issuedAt: number;
   expiresAt: number;
@@ -46,6 +49,7 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
       client_id: grant.clientId,
       scope: grant.scope,
       amr: grant.amr,
+      acr: acrOf(grant.amr),
       auth_time: grant.authTime,
       sid: grant.sessionId,
     })
@@ -128,6 +132,9 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
         clientId: client_id,
         scope,
         amr,
+        // Derived from amr, the signed record of how the login was proved (tokens issued before
+        // the claim existed carry none).
+        acr: acrOf(amr),
         authTime: auth_time,
         sessionId: sid,
         jti,

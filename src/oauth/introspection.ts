@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import { acrOf } from '../mfa/step-up.js';
 import type { Store } from '../store/store.js';
 import type { AccessTokens } from './access-tokens.js';
 
@@ -17,6 +18,7 @@ export type Introspection =
       exp: number;
       jti?: string;
       amr: string[];
+      acr: string;
       auth_time: number;
       iss: string;
     };
@@ -46,6 +48,7 @@ export function createIntrospection({ store, accessTokens, clock, issuer }: Intr
         // The contract's active answer names a jti for every token: a refresh token's is its row id.
         jti: refresh.id,
         amr: refresh.amr,
+        acr: acrOf(refresh.amr),
         auth_time: refresh.authTime,
         iss: issuer,
       };
@@ -62,6 +65,7 @@ export function createIntrospection({ store, accessTokens, clock, issuer }: Intr
         exp: access.expiresAt,
         jti: access.jti,
         amr: access.amr,
+        acr: access.acr,
         auth_time: access.authTime,
         iss: issuer,
       };

@@ -2,24 +2,38 @@ import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { verifyPassword } from '../crypto/passwords.js';
+import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import type { LoginChallenge, LoginDecision, SecondStep } from '../mfa/login-challenge.js';
 import type { Store } from '../store/store.js';
 import { foldUsername } from '../users/accounts.js';
+import type { AuthenticatedClient } from './clients.js';
 import type { LoginThrottle } from './login-throttle.js';
 import type { TokenIssuer, TokenResponse } from './token-issuer.js';
 
 export interface PasswordGrantRequest extends SecondStep {
-  clientId: string;
+  client: AuthenticatedClient;
   username: string;
   password: string;
   scope: string;
 }
 
+/** CONTRACT §14: the second step of a login, proved with the `mfa_token` instead of the password. */
+export interface MfaTokenGrantRequest {
+  client: AuthenticatedClient;
+  mfaToken: string;
+  /** `otp` of the mfa-otp grant: an SMS or TOTP code. */
+  otp?: string;
+  /** `recovery_code` of the mfa-recovery-code grant: a backup code. */
+  recoveryCode?: string;
+}
+
+type Challenge = Extract<LoginDecision, { challenge: unknown }>['challenge'];
+
 export type PasswordGrantResult =
   | { tokens: TokenResponse; amr: string[]; factorType?: string }
-  | { mfaRequired: true; challenge: Extract<LoginDecision, { challenge: unknown }>['challenge'] };
+  | { mfaRequired: true; challenge: Challenge };
 
 export interface PasswordGrantDeps {
   store: Store;
@@ -31,7 +45,13 @@ export interface PasswordGrantDeps {
   clock: Clock;
 }
 
+/** CONTRACT §14's grant types, spelt as Auth0 spells them so that its client libraries work unchanged. */
+export const MFA_OTP_GRANT = 'http://auth0.com/oauth/grant-type/mfa-otp';
+export const MFA_RECOVERY_CODE_GRANT = 'http://auth0.com/oauth/grant-type/mfa-recovery-code';
+
 const WRONG_CREDENTIALS = 'the username or password is wrong';
+/** An mfa_token lives this long (CONTRACT §14). */
+const MFA_TOKEN_TTL_MS = 5 * 60_000;
 
 /** RFC 6749 §4.3 resource owner password grant, asking for a second factor when the user has one. */
 export function createPasswordGrant({
@@ -43,56 +63,99 @@ export function createPasswordGrant({
   metrics,
   clock,
 }: PasswordGrantDeps) {
-  /**
-   * Tokens, or `mfaRequired` with the challenge the user's factor asks for. Throws
-   * `login_throttled` / `mfa_throttled` while too many attempts failed, `invalid_grant` for wrong
-   * credentials or proofs. The password is checked before anything about MFA, so a wrong password
-   * reveals neither the MFA state nor whether a code was right.
-   */
-  async function grantWithPassword(
-    request: PasswordGrantRequest,
-    context: RequestContext,
-  ): Promise<PasswordGrantResult> {
+  /** Counts the answer in the metrics, whichever it is. */
+  async function counted(work: () => Promise<PasswordGrantResult>): Promise<PasswordGrantResult> {
     try {
-      const result = await answer(request, context);
+      const result = await work();
       if ('tokens' in result) metrics.loginAnswered('tokens', result.amr, result.factorType);
       else metrics.loginAnswered('mfa_required');
       return result;
     } catch (error) {
-      if (error instanceof ServiceError && error.code === 'invalid_grant') metrics.loginAnswered('invalid_grant');
-      if (error instanceof ServiceError && (error.code === 'login_throttled' || error.code === 'mfa_throttled')) {
-        metrics.loginAnswered('throttled');
+      if (error instanceof ServiceError) {
+        if (error.code === 'invalid_grant') metrics.loginAnswered('invalid_grant');
+        if (error.code === 'mfa_required') metrics.loginAnswered('mfa_required');
+        if (error.code === 'login_throttled' || error.code === 'mfa_throttled') metrics.loginAnswered('throttled');
       }
       throw error;
     }
   }
 
-  async function answer(request: PasswordGrantRequest, context: RequestContext): Promise<PasswordGrantResult> {
-    if (request.mfaCode !== undefined && request.backupCode !== undefined) {
-      throw new ServiceError('invalid_request', 'send mfa_code or backup_code, not both');
-    }
-    // Counted before Argon2 runs, so that simultaneous guesses cannot all be judged; a wrong
-    // password leaves the count, a right one gives it back.
-    const attempt = await throttle.reserveLogin(request.username, context);
-    const user = await store.users.findUserByUsername(request.username, foldUsername(request.username));
-    // Unknown users are verified against a decoy hash: same answer, about the same time.
-    if (!(await verifyPassword(user?.passwordHash, request.password)) || !user) {
-      await audit.record('login', 'failed', { userId: user?.id, context, detail: { reason: 'password' } });
-      throw new ServiceError('invalid_grant', WRONG_CREDENTIALS);
-    }
-    await throttle.loginSucceeded(attempt);
+  /**
+   * Tokens, or `mfaRequired` with the challenge the user's factor asks for (for a client that
+   * takes the 403 challenge, the 403 `mfa_required` error with an `mfa_token`). Throws
+   * `login_throttled` / `mfa_throttled` while too many attempts failed, `invalid_grant` for wrong
+   * credentials or proofs. The password is checked before anything about MFA, so a wrong password
+   * reveals neither the MFA state nor whether a code was right.
+   */
+  function grantWithPassword(request: PasswordGrantRequest, context: RequestContext): Promise<PasswordGrantResult> {
+    return counted(async () => {
+      if (request.mfaCode !== undefined && request.backupCode !== undefined) {
+        throw new ServiceError('invalid_request', 'send mfa_code or backup_code, not both');
+      }
+      // Counted before Argon2 runs, so that simultaneous guesses cannot all be judged; a wrong
+      // password leaves the count, a right one gives it back.
+      const attempt = await throttle.reserveLogin(request.username, context);
+      const user = await store.users.findUserByUsername(request.username, foldUsername(request.username));
+      // Unknown users are verified against a decoy hash: same answer, about the same time.
+      if (!(await verifyPassword(user?.passwordHash, request.password)) || !user) {
+        await audit.record('login', 'failed', { userId: user?.id, context, detail: { reason: 'password' } });
+        throw new ServiceError('invalid_grant', WRONG_CREDENTIALS);
+      }
+      await throttle.loginSucceeded(attempt);
 
-    const decision = await loginChallenge.decide(user, request, context);
-    if ('challenge' in decision) return { mfaRequired: true, challenge: decision.challenge };
-    const detail = {
-      amr: decision.amr.join(' '),
-      ...(decision.factorType ? { factor_type: decision.factorType } : {}),
-    };
-    await audit.record('login', 'succeeded', { userId: user.id, context, detail });
+      const decision = await loginChallenge.decide(user, request, context);
+      if ('amr' in decision) return succeed(user.id, request.client, request.scope, decision, context);
+      if (request.client.mfaChallenge === 'error') await refuseWithMfaToken(user.id, request, decision);
+      return { mfaRequired: true, challenge: decision.challenge };
+    });
+  }
+
+  /**
+   * The mfa-otp and mfa-recovery-code grants: finishes the login the `mfa_token` stands for with
+   * its second factor, once. Throws `invalid_grant` for an unknown, expired, spent or other
+   * client's token, or a wrong proof (the token stays usable for another try until it expires).
+   */
+  function grantWithMfaToken(request: MfaTokenGrantRequest, context: RequestContext): Promise<PasswordGrantResult> {
+    return counted(async () => {
+      const tokenHash = sha256(request.mfaToken);
+      const pending = await store.mfaTokens.findLiveMfaToken(tokenHash, clock.now());
+      if (!pending || pending.clientId !== request.client.id) {
+        throw new ServiceError(
+          'invalid_grant',
+          'the mfa_token is unknown, expired or used; log in again with the password',
+        );
+      }
+      const user = await store.users.findUserById(pending.userId);
+      if (!user) throw new ServiceError('invalid_grant', 'the user of this mfa_token no longer exists');
+      const decision = await loginChallenge.decide(
+        user,
+        { mfaCode: request.otp, backupCode: request.recoveryCode, acrValues: [pending.requiredAcr] },
+        context,
+      );
+      if (!('amr' in decision))
+        throw new ServiceError('invalid_request', 'send otp or recovery_code with the mfa_token');
+      // The conditional update settles races: of two right proofs sent at once, one gets tokens.
+      if (!(await store.mfaTokens.spendMfaToken(tokenHash, clock.now()))) {
+        throw new ServiceError('invalid_grant', 'the mfa_token was used meanwhile; log in again with the password');
+      }
+      return succeed(user.id, request.client, pending.scope, decision, context);
+    });
+  }
+
+  async function succeed(
+    userId: string,
+    client: AuthenticatedClient,
+    scope: string,
+    decision: Extract<LoginDecision, { amr: unknown }>,
+    context: RequestContext,
+  ): Promise<PasswordGrantResult> {
+    const detail: Record<string, string> = { amr: decision.amr.join(' ') };
+    if (decision.factorType) detail.factor_type = decision.factorType;
+    await audit.record('login', 'succeeded', { userId, context, detail });
     const issued = await tokens.issueTokens({
-      userId: user.id,
-      clientId: request.clientId,
-      scope: request.scope,
+      userId,
+      clientId: client.id,
+      scope,
       amr: decision.amr,
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionId: randomUUID(),
@@ -100,7 +163,40 @@ export function createPasswordGrant({
     return { tokens: issued, amr: decision.amr, factorType: decision.factorType };
   }
 
-  return { grantWithPassword };
+  /**
+   * CONTRACT §14: a client registered with `mfa_challenge: "error"` gets RFC 6749's error shape, as
+   * Auth0 answers it: 403 `mfa_required` with an opaque `mfa_token` (5 minutes, single use, bound to
+   * the user and the client, stored hashed) instead of the seed's 200.
+   */
+  async function refuseWithMfaToken(
+    userId: string,
+    request: PasswordGrantRequest,
+    decision: Extract<LoginDecision, { challenge: unknown }>,
+  ): Promise<never> {
+    const mfaToken = randomToken(32);
+    const now = clock.now();
+    await store.mfaTokens.pruneMfaTokens(now);
+    await store.mfaTokens.insertMfaToken(
+      {
+        tokenHash: sha256(mfaToken),
+        userId,
+        clientId: request.client.id,
+        requiredAcr: decision.requiredAcr,
+        scope: request.scope,
+        expiresAt: new Date(now.getTime() + MFA_TOKEN_TTL_MS),
+      },
+      now,
+    );
+    const { mfaType, mfaTypes, ...challenge } = decision.challenge;
+    throw new ServiceError(
+      'mfa_required',
+      `a second factor is needed: send this mfa_token with grant_type ${MFA_OTP_GRANT} and otp, or ${MFA_RECOVERY_CODE_GRANT} and recovery_code`,
+      undefined,
+      { mfa_token: mfaToken, mfa_type: mfaType, ...(mfaTypes ? { mfa_types: mfaTypes } : {}), ...challenge },
+    );
+  }
+
+  return { grantWithPassword, grantWithMfaToken };
 }
 
 export type PasswordGrant = ReturnType<typeof createPasswordGrant>;

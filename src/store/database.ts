@@ -32,6 +32,22 @@ export interface OAuthClientTable {
   name: string;
   secret_hash: string;
   created_at: IsoTime;
+  /** How the client is told a second factor is needed: the seed's 200 answer, or RFC 6749's 403 error. */
+  mfa_challenge: 'seed' | 'error';
+}
+
+/** CONTRACT §14: a password login waiting for its second factor, for clients that take the 403 challenge. */
+export interface MfaTokenTable {
+  /** SHA-256 of the opaque token; the token itself is never stored. */
+  token_hash: string;
+  user_id: string;
+  client_id: string;
+  /** The acr the finished login must reach (aal2 or phr). */
+  required_acr: string;
+  scope: string;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
 }
 
 export type FactorStatus = 'pending' | 'verified';
@@ -169,6 +185,7 @@ export interface ServiceSecretTable {
 export interface Database {
   user: UserTable;
   oauth_client: OAuthClientTable;
+  mfa_token: MfaTokenTable;
   mfa_factor: MfaFactorTable;
   one_time_code: OneTimeCodeTable;
   sms_cooldown: SmsCooldownTable;

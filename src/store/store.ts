@@ -3,6 +3,7 @@ import * as backupCodes from './backup-codes.js';
 import * as clients from './clients.js';
 import type { Database, Executor } from './database.js';
 import * as factors from './mfa-factors.js';
+import * as mfaTokens from './mfa-tokens.js';
 import * as codes from './one-time-codes.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as revokedTokens from './revoked-tokens.js';
@@ -31,6 +32,7 @@ export interface Store {
   users: Bound<typeof users>;
   clients: Bound<typeof clients>;
   factors: Bound<typeof factors>;
+  mfaTokens: Bound<typeof mfaTokens>;
   codes: Bound<typeof codes>;
   smsQuota: Bound<typeof smsQuota>;
   refreshTokens: Bound<typeof refreshTokens>;
@@ -48,6 +50,7 @@ export function createStore(db: Executor): Store {
     users: bind(users, db),
     clients: bind(clients, db),
     factors: bind(factors, db),
+    mfaTokens: bind(mfaTokens, db),
     codes: bind(codes, db),
     smsQuota: bind(smsQuota, db),
     refreshTokens: bind(refreshTokens, db),

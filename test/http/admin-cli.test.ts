@@ -14,7 +14,16 @@ import { expectStatus, nextPhone, type Service, startService } from '../support/
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ADMIN = fileURLToPath(new URL('../../dist/cli/admin.js', import.meta.url));
 const PASSWORD = 'correct horse battery';
-const COMMANDS = ['create-user', 'create-client', 'reset-mfa', 'delete-user', 'list-users', 'rotate-signing-key'];
+const COMMANDS = [
+  'create-user',
+  'create-client',
+  'show-client',
+  'set-mfa-challenge',
+  'reset-mfa',
+  'delete-user',
+  'list-users',
+  'rotate-signing-key',
+];
 
 interface Run {
   code: number | null;
@@ -189,6 +198,26 @@ describe('admin CLI', { concurrency: 4 }, () => {
       401,
     );
     assert.equal(wrong.error, 'invalid_client');
+
+    // show-client and set-mfa-challenge: the seed's answer by default, the 403 challenge once set.
+    assert.match((await admin(['show-client', clientId])).stdout, /^mfa_challenge=seed$/m);
+    const set = await admin(['set-mfa-challenge', clientId, 'error']);
+    assert.equal(set.code, 0, set.stderr);
+    assert.match((await admin(['show-client', clientId])).stdout, /^name=billing-api\nmfa_challenge=error$/m);
+    const phone = nextPhone();
+    await service.createUserWithMfa('cli-error-client-user', PASSWORD, phone);
+    const refused = await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        headers: { authorization: basic(clientSecret) },
+        body: { grant_type: 'password', username: 'cli-error-client-user', password: PASSWORD },
+      }),
+      403,
+    );
+    assert.equal(refused.error, 'mfa_required');
+    const bad = await admin(['set-mfa-challenge', clientId, 'loud']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /seed or error/);
     assert.ok(!(await service.dumpDatabase()).includes(clientSecret), 'the database never holds the secret');
   });
 

@@ -100,7 +100,7 @@ describe('backup codes', () => {
     );
   });
 
-  test('both endpoints need a login that carried the second factor (403 otherwise)', async () => {
+  test('both endpoints need a login that carried the second factor (RFC 9470 401 otherwise)', async () => {
     const { username } = await mfaUser();
     await expectStatus(service.login(username, PASSWORD), 200);
     // A password-only token cannot be had while MFA is on; one from before enrolment is weak.
@@ -115,7 +115,7 @@ describe('backup codes', () => {
     const code = service.twilio.lastCodeFor(`+${phone}`);
     await expectStatus(service.call('/mfa/sms/verify/', { method: 'PUT', token: weak, body: { mfa_code: code } }), 200);
     for (const response of [await regenerate(weak), await remaining(weak)]) {
-      assert.equal(response.status, 403);
+      assert.equal(response.status, 401);
       assert.equal(((await response.json()) as { error: string }).error, 'insufficient_user_authentication');
     }
   });

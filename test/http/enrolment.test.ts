@@ -254,16 +254,19 @@ describe('PUT /mfa/sms/verify/', () => {
 });
 
 describe('DELETE /mfa/', () => {
-  test('needs a login that carried the second factor: 403 for a password-only token', async () => {
+  test('needs a login that carried the second factor: RFC 9470 401 for a password-only token', async () => {
     const PHONE = nextPhone();
     const { token } = await freshUser();
     await expectStatus(requestCode(token, PHONE), 200);
     await expectStatus(verify(token, service.twilio.lastCodeFor(`+${PHONE}`)), 200);
     // `token` came from a password-only login, before MFA was on.
     const refused = await service.call('/mfa/', { method: 'DELETE', token });
-    assert.equal(refused.status, 403);
+    assert.equal(refused.status, 401);
     assert.equal(((await refused.json()) as { error: string }).error, 'insufficient_user_authentication');
-    assert.match(refused.headers.get('www-authenticate') ?? '', /^Bearer .*insufficient_user_authentication/);
+    assert.match(
+      refused.headers.get('www-authenticate') ?? '',
+      /^Bearer .*error="insufficient_user_authentication".*acr_values="aal2", max_age=600$/,
+    );
     assert.equal((await status(token)).enabled, true, 'MFA stays on');
   });
 
@@ -274,7 +277,7 @@ describe('DELETE /mfa/', () => {
     service.clock.advance(2);
     await expectStatus(requestCode(oldStrong, PHONE), 200);
     await expectStatus(verify(oldStrong, service.twilio.lastCodeFor(`+${PHONE}`)), 200);
-    const body = await expectStatus(service.call('/mfa/', { method: 'DELETE', token: oldStrong }), 403);
+    const body = await expectStatus(service.call('/mfa/', { method: 'DELETE', token: oldStrong }), 401);
     assert.equal(body.error, 'insufficient_user_authentication');
     assert.ok(username);
   });

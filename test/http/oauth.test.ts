@@ -592,7 +592,13 @@ describe('authorization server metadata (RFC 8414)', () => {
     assert.equal(body.introspection_endpoint, `${ISSUER}${INTROSPECT_PATH}`);
     assert.equal(typeof body.jwks_uri, 'string');
     assert.ok(body.jwks_uri.startsWith(`${ISSUER}/`), body.jwks_uri);
-    assert.deepEqual([...body.grant_types_supported].sort(), ['password', 'refresh_token']);
+    assert.deepEqual([...body.grant_types_supported].sort(), [
+      'http://auth0.com/oauth/grant-type/mfa-otp',
+      'http://auth0.com/oauth/grant-type/mfa-recovery-code',
+      'password',
+      'refresh_token',
+    ]);
+    assert.deepEqual(body.acr_values_supported, ['phr', 'aal2', 'aal1']);
     assert.ok(Array.isArray(body.response_types_supported), 'response_types_supported is REQUIRED (§2)');
     for (const method of ['client_secret_basic', 'client_secret_post', 'none']) {
       assert.ok(body.token_endpoint_auth_methods_supported.includes(method), `token endpoint: ${method}`);

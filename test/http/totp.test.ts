@@ -243,7 +243,7 @@ describe('several factors (CONTRACT §10, §13)', () => {
     );
     const code = service.twilio.lastCodeFor(`+${phone}`);
     await expectStatus(service.call('/mfa/sms/verify/', { method: 'PUT', token: weak, body: { mfa_code: code } }), 200);
-    assert.equal((await expectStatus(requestTotp(weak), 403)).error, 'insufficient_user_authentication');
+    assert.equal((await expectStatus(requestTotp(weak), 401)).error, 'insufficient_user_authentication');
   });
 
   test('the default is asked for, mfa_types lists every type, and mfa_type picks another', async () => {
@@ -348,7 +348,7 @@ describe('several factors (CONTRACT §10, §13)', () => {
     const [smsFactor] = (await expectStatus(service.call('/mfa/factors/', { token: weak }), 200)).factors;
     const refused = await expectStatus(
       service.call(`/mfa/factors/${smsFactor.id}/`, { method: 'DELETE', token: weak }),
-      403,
+      401,
     );
     assert.equal(refused.error, 'insufficient_user_authentication');
     await expectStatus(service.login(name, PASSWORD), 200);

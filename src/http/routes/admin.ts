@@ -5,6 +5,8 @@ import type { SigningKeys } from '../../oauth/signing-keys.js';
 import type { Accounts } from '../../users/accounts.js';
 import type { App, RequestGuard } from '../app-types.js';
 import {
+  ClientIdParams,
+  ClientSettings,
   CreateClientBody,
   CreatedClient,
   CreatedUser,
@@ -12,10 +14,15 @@ import {
   ErrorBody,
   SecurityEvents,
   SigningKeyCreated,
+  UpdateClientBody,
   UserIdParams,
   UserLookupQuery,
   UserSummary,
 } from '../schemas.js';
+
+function toClientSettings(client: Awaited<ReturnType<Clients['getClient']>>) {
+  return { client_id: client.clientId, name: client.name, mfa_challenge: client.mfaChallenge };
+}
 
 export interface AdminRouteDeps {
   accounts: Accounts;
@@ -84,9 +91,31 @@ export function adminRoutes(app: App, { accounts, clients, keys, audit, removal,
       onRequest: requireAdmin,
     },
     async (request, reply) => {
-      const client = await clients.registerClient(request.body.name);
+      const client = await clients.registerClient(request.body.name, request.body.mfa_challenge);
       return reply.code(201).send({ client_id: client.clientId, client_secret: client.clientSecret });
     },
+  );
+
+  app.get(
+    '/admin/clients/:id',
+    {
+      schema: { params: ClientIdParams, response: { 200: ClientSettings, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request) => toClientSettings(await clients.getClient(request.params.id)),
+  );
+
+  app.patch(
+    '/admin/clients/:id',
+    {
+      schema: {
+        params: ClientIdParams,
+        body: UpdateClientBody,
+        response: { 200: ClientSettings, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+      },
+      onRequest: requireAdmin,
+    },
+    async (request) => toClientSettings(await clients.setMfaChallenge(request.params.id, request.body.mfa_challenge)),
   );
 
   app.post(

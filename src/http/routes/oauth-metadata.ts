@@ -1,7 +1,8 @@
+import { ACR_VALUES } from '../../mfa/step-up.js';
 import type { SigningKeys } from '../../oauth/signing-keys.js';
 import type { App } from '../app-types.js';
 import { AuthorizationServerMetadata, JsonWebKeySet } from '../schemas.js';
-import { INTROSPECTION_PATH, REVOCATION_PATH, TOKEN_PATH } from './oauth.js';
+import { GRANT_TYPES, INTROSPECTION_PATH, REVOCATION_PATH, TOKEN_PATH } from './oauth.js';
 
 export const JWKS_PATH = '/.well-known/jwks.json';
 
@@ -14,12 +15,14 @@ export function oauthMetadataRoutes(app: App, { issuer, keys }: { issuer: string
     jwks_uri: issuer + JWKS_PATH,
     revocation_endpoint: issuer + REVOCATION_PATH,
     introspection_endpoint: issuer + INTROSPECTION_PATH,
-    grant_types_supported: ['password', 'refresh_token'],
+    grant_types_supported: GRANT_TYPES,
     // No authorization endpoint: the password grant needs none (RFC 8414 §2 asks for the field).
     response_types_supported: [],
     token_endpoint_auth_methods_supported: [...authMethods, 'none'],
     revocation_endpoint_auth_methods_supported: [...authMethods, 'none'],
     introspection_endpoint_auth_methods_supported: authMethods,
+    // RFC 9470 §6: what acr_values may ask for, strongest first.
+    acr_values_supported: [...ACR_VALUES].reverse(),
   };
 
   app.get(

@@ -3,7 +3,12 @@ import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../errors.js';
 import { type Clients, PUBLIC_CLIENT_ID } from '../../oauth/clients.js';
 import type { TokenIntrospection } from '../../oauth/introspection.js';
-import type { PasswordGrant } from '../../oauth/password-grant.js';
+import {
+  MFA_OTP_GRANT,
+  MFA_RECOVERY_CODE_GRANT,
+  type PasswordGrant,
+  type PasswordGrantResult,
+} from '../../oauth/password-grant.js';
 import type { RefreshGrant } from '../../oauth/refresh-grant.js';
 import type { Revocation } from '../../oauth/revocation.js';
 import type { App } from '../app-types.js';
@@ -12,6 +17,7 @@ import { contextOf } from '../request-context.js';
 import {
   ErrorBody,
   IntrospectionResponse,
+  MfaRequiredError,
   MfaRequiredResponse,
   TokenBody,
   TokenRequestBody,
@@ -30,8 +36,10 @@ export interface OAuthRouteDeps {
 export const TOKEN_PATH = '/mfa/oauth2/token/';
 export const REVOCATION_PATH = '/mfa/oauth2/revoke/';
 export const INTROSPECTION_PATH = '/mfa/oauth2/introspect/';
+/** RFC 8414 grant_types_supported: every grant the token endpoint answers. */
+export const GRANT_TYPES = ['password', 'refresh_token', MFA_OTP_GRANT, MFA_RECOVERY_CODE_GRANT];
 
-const errors = { 400: ErrorBody, 401: ErrorBody };
+const errors = { 400: ErrorBody, 401: ErrorBody, 403: MfaRequiredError };
 /** For the OpenAPI document: RFC 6749 §4.3.2 and RFC 7009/7662 bodies are forms; JSON is accepted too. */
 const consumes = ['application/x-www-form-urlencoded', 'application/json'];
 
@@ -57,36 +65,51 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
     },
     async (request) => {
       const body = request.body;
-      const clientId = await clients.authenticateClient(readClientCredentials(request, body));
+      const client = await clients.authenticateClient(readClientCredentials(request, body));
+      const context = contextOf(request);
+      const missing = (grant: string, fields: string) =>
+        new ServiceError('invalid_request', `the ${grant} grant needs ${fields}`);
       if (body.grant_type === 'refresh_token') {
-        if (body.refresh_token === undefined) {
-          throw new ServiceError('invalid_request', 'the refresh_token grant needs refresh_token');
-        }
+        if (body.refresh_token === undefined) throw missing('refresh_token', 'refresh_token');
         return toTokenResponseBody(
           await refreshGrant.grantWithRefreshToken(
-            { clientId, refreshToken: body.refresh_token, scope: body.scope },
-            contextOf(request),
+            { clientId: client.id, refreshToken: body.refresh_token, scope: body.scope },
+            context,
           ),
         );
       }
-      if (body.grant_type !== 'password') {
-        throw new ServiceError('unsupported_grant_type', 'grant_type must be password or refresh_token');
+      let result: PasswordGrantResult;
+      if (body.grant_type === 'password') {
+        if (body.username === undefined || body.password === undefined) {
+          throw missing('password', 'username and password');
+        }
+        result = await passwordGrant.grantWithPassword(
+          {
+            client,
+            username: body.username,
+            password: body.password,
+            scope: body.scope ?? '',
+            mfaCode: body.mfa_code,
+            backupCode: body.backup_code,
+            mfaType: body.mfa_type,
+            acrValues: body.acr_values?.split(' '),
+          },
+          context,
+        );
+      } else if (body.grant_type === MFA_OTP_GRANT) {
+        if (body.mfa_token === undefined || body.otp === undefined) throw missing('mfa-otp', 'mfa_token and otp');
+        result = await passwordGrant.grantWithMfaToken({ client, mfaToken: body.mfa_token, otp: body.otp }, context);
+      } else if (body.grant_type === MFA_RECOVERY_CODE_GRANT) {
+        if (body.mfa_token === undefined || body.recovery_code === undefined) {
+          throw missing('mfa-recovery-code', 'mfa_token and recovery_code');
+        }
+        result = await passwordGrant.grantWithMfaToken(
+          { client, mfaToken: body.mfa_token, recoveryCode: body.recovery_code },
+          context,
+        );
+      } else {
+        throw new ServiceError('unsupported_grant_type', `grant_type must be one of: ${GRANT_TYPES.join(', ')}`);
       }
-      if (body.username === undefined || body.password === undefined) {
-        throw new ServiceError('invalid_request', 'the password grant needs username and password');
-      }
-      const result = await passwordGrant.grantWithPassword(
-        {
-          clientId,
-          username: body.username,
-          password: body.password,
-          scope: body.scope ?? '',
-          mfaCode: body.mfa_code,
-          backupCode: body.backup_code,
-          mfaType: body.mfa_type,
-        },
-        contextOf(request),
-      );
       if ('tokens' in result) return toTokenResponseBody(result.tokens);
       const { mfaType, mfaTypes, ...challenge } = result.challenge;
       return {
@@ -102,8 +125,8 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
     REVOCATION_PATH,
     { schema: { consumes, body: TokenBody, response: { 200: {}, ...errors } } },
     async (request, reply) => {
-      const clientId = await clients.authenticateClient(readClientCredentials(request, request.body));
-      await revocation.revokeToken(clientId, request.body.token);
+      const client = await clients.authenticateClient(readClientCredentials(request, request.body));
+      await revocation.revokeToken(client.id, request.body.token);
       return reply.code(200).send();
     },
   );
@@ -112,8 +135,8 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
     INTROSPECTION_PATH,
     { schema: { consumes, body: TokenBody, response: { 200: IntrospectionResponse, ...errors } } },
     async (request) => {
-      const clientId = await clients.authenticateClient(readClientCredentials(request, request.body));
-      if (clientId === PUBLIC_CLIENT_ID) {
+      const client = await clients.authenticateClient(readClientCredentials(request, request.body));
+      if (client.id === PUBLIC_CLIENT_ID) {
         throw new ServiceError('invalid_client', 'introspection needs client authentication');
       }
       return introspection.introspect(request.body.token);
