@@ -19,6 +19,7 @@ import { operationsRoutes } from './http/routes/operations.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
+import { webauthnRoutes } from './http/routes/webauthn.js';
 import { createAttemptLimiter } from './limits/attempt-limiter.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createBackupCodes } from './mfa/backup-codes.js';
@@ -26,6 +27,7 @@ import { createEnrolment } from './mfa/enrolment.js';
 import type { SecondFactors } from './mfa/factors/factor.js';
 import { createSmsFactor } from './mfa/factors/sms.js';
 import { createTotpFactor } from './mfa/factors/totp.js';
+import { createWebauthnFactor } from './mfa/factors/webauthn.js';
 import { createGuessBudget } from './mfa/guess-budget.js';
 import { createLoginChallenge } from './mfa/login-challenge.js';
 import { createMfaRemoval } from './mfa/mfa-removal.js';
@@ -155,7 +157,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     sealingKey: deriveKey(config.secretKey ?? hashSecret, 'factor-secret-sealing'),
     serviceName: config.serviceName,
   });
-  const factors: SecondFactors = { sms, totp };
+  const webauthn = createWebauthnFactor({ store, enrolment, audit, metrics, clock, settings: config.webauthn });
+  const factors: SecondFactors = { sms, totp, webauthn };
   const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
   const passwordGrant = createPasswordGrant({ store, loginChallenge, throttle, tokens, audit, metrics, clock });
   const accounts = createAccounts({ store, clock, audit });
@@ -219,6 +222,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   mfaRoutes(app, { enrolment, requireAccessToken });
   smsRoutes(app, { sms, requireAccessToken });
   totpRoutes(app, { totp, requireAccessToken });
+  webauthnRoutes(app, { webauthn, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
   await app.register(async (oauth) =>
     oauthRoutes(oauth, { clients, passwordGrant, refreshGrant, revocation, introspection }),

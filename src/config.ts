@@ -34,6 +34,8 @@ export interface Config {
   secretKey?: string;
   /** Security events older than this are deleted. */
   auditRetentionDays: number;
+  /** CONTRACT §12: the relying party passkeys are made for, and the origins allowed to use them. */
+  webauthn: { rpId: string; rpName: string; origins: readonly string[] };
   isProduction: boolean;
   logLevel: string;
   /**
@@ -132,6 +134,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     smsLimits: loadSmsLimits(value, integer),
     secretKey,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', 90, 1, 36_500),
+    webauthn: loadWebauthn(value, issuer, serviceName),
     isProduction,
     logLevel,
     trustedProxies: loadTrustedProxies(value('TRUST_PROXY')),
@@ -169,6 +172,27 @@ function loadSmsProvider(value: (name: string) => string | undefined, isProducti
     throw new ConfigError(`TWILIO_API_URL must be an http(s) URL, got "${apiUrl}"`);
   }
   return { kind, accountSid, authToken, from, messagingServiceSid, apiUrl, timeoutMs: TWILIO_TIMEOUT_MS };
+}
+
+function loadWebauthn(value: (name: string) => string | undefined, issuer: string, serviceName: string) {
+  const issuerUrl = new URL(issuer);
+  const configuredRpId = value('WEBAUTHN_RP_ID');
+  if (configuredRpId !== undefined && !/^[a-z0-9.-]+$/i.test(configuredRpId)) {
+    throw new ConfigError(`WEBAUTHN_RP_ID must be a domain name, got "${configuredRpId}"`);
+  }
+  const rpId = configuredRpId ?? issuerUrl.hostname;
+  const origins = (value('WEBAUTHN_ORIGINS') ?? issuerUrl.origin).split(',').map((origin) => origin.trim());
+  for (const origin of origins) {
+    // A passkey works only on its RP ID or a subdomain of it (WebAuthn §5.1.3 and §13.4.9).
+    const host = URL.canParse(origin) ? new URL(origin) : undefined;
+    const fits = host && host.origin === origin && (host.hostname === rpId || host.hostname.endsWith(`.${rpId}`));
+    if (!fits) {
+      throw new ConfigError(
+        `WEBAUTHN_ORIGINS must be comma-separated origins (scheme://host[:port]) on WEBAUTHN_RP_ID ${rpId} or its subdomains, got "${origin}"`,
+      );
+    }
+  }
+  return { rpId, rpName: value('WEBAUTHN_RP_NAME') ?? serviceName, origins };
 }
 
 function loadSmsLimits(

@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'mfa_throttled'
   // MFA state and codes
   | 'invalid_mfa_code'
+  | 'invalid_credential'
   | 'mfa_already_enabled'
   | 'mfa_not_enabled'
   | 'too_many_factors'

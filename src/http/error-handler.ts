@@ -17,6 +17,7 @@ const STATUS: Record<ErrorCode, number> = {
   login_throttled: 429,
   mfa_throttled: 429,
   invalid_mfa_code: 400,
+  invalid_credential: 400,
   mfa_already_enabled: 409,
   mfa_not_enabled: 409,
   too_many_factors: 409,

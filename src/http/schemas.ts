@@ -48,6 +48,21 @@ export const FactorUpdateBody = Type.Object(
 
 export const TotpRequestBody = Type.Object({ name: Type.Optional(FactorName) });
 
+/** WebAuthn Level 3 JSON options, passed through as the library made them. */
+const WebauthnOptions = Type.Object({}, { additionalProperties: true });
+
+export const WebauthnRequestBody = Type.Object({ name: Type.Optional(FactorName) });
+
+export const WebauthnRegistrationOptions = Type.Object({ options: WebauthnOptions });
+
+export const WebauthnVerifyBody = Type.Object({
+  credential: Type.Object(
+    {},
+    { additionalProperties: true, description: 'the RegistrationResponseJSON the browser made' },
+  ),
+  name: Type.Optional(FactorName),
+});
+
 export const TotpEnrolment = Type.Object({
   factor_id: Type.String(),
   secret: Type.String({ description: 'base32, without padding' }),
@@ -97,6 +112,11 @@ export const TokenRequestBody = Type.Object({
   ),
   mfa_token: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   otp: Type.Optional(MfaCode),
+  webauthn_response: Type.Optional(
+    Type.Union([Type.Object({}, { additionalProperties: true }), Type.String({ maxLength: 16_384 })], {
+      description: 'the AuthenticationResponseJSON the browser made: an object in a JSON body, a JSON string in a form',
+    }),
+  ),
   recovery_code: Type.Optional(BackupCode),
   scope: Type.Optional(
     Type.String({
@@ -143,6 +163,7 @@ export const MfaRequiredResponse = Type.Object({
   mfa_required: Type.Literal(true),
   mfa_type: FactorTypeSchema,
   mfa_types: Type.Optional(Type.Array(FactorTypeSchema)),
+  webauthn: Type.Optional(WebauthnOptions),
 });
 
 /** CONTRACT §14: the 403 a client registered with mfa_challenge "error" gets instead. */
@@ -152,6 +173,7 @@ export const MfaRequiredError = Type.Object({
   mfa_token: Type.Optional(Type.String()),
   mfa_type: Type.Optional(FactorTypeSchema),
   mfa_types: Type.Optional(Type.Array(FactorTypeSchema)),
+  webauthn: Type.Optional(WebauthnOptions),
 });
 
 export const CreateUserBody = Type.Object({

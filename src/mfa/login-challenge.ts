@@ -9,6 +9,8 @@ import {
   FACTOR_TYPES,
   type FactorType,
   type LoginUser,
+  type Proof,
+  type ProofKind,
   type SecondFactors,
   toFactorType,
 } from './factors/factor.js';
@@ -21,6 +23,8 @@ export interface SecondStep {
   mfaType?: string;
   mfaCode?: string;
   backupCode?: string;
+  /** A WebAuthn assertion (`AuthenticationResponseJSON`), parsed. */
+  webauthnResponse?: Record<string, unknown>;
   /** RFC 9470 §4 `acr_values`, in order of preference. */
   acrValues?: readonly string[];
 }
@@ -78,6 +82,7 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
       );
     }
 
+    const proof = proofOf(step);
     if (step.backupCode !== undefined) {
       if (!meetsAcr('aal2', required)) {
         throw new ServiceError(
@@ -93,19 +98,22 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
       return { amr: ['pwd', 'backup'], factorType: 'backup' };
     }
 
-    if (step.mfaCode !== undefined) {
+    if (proof) {
       // The factor asked for first: a TOTP code need not spend an attempt of a pending SMS code.
-      const codeTypes = usable
-        .filter((type) => factors[type].proof === 'code')
+      const judges = usable
+        .filter((type) => factors[type].proof === proof.kind)
         .sort((a, b) => Number(b === asked) - Number(a === asked));
-      if (codeTypes.length === 0) {
-        throw new ServiceError('invalid_request', `no factor that takes mfa_code reaches acr ${required}`);
+      if (judges.length === 0) {
+        throw new ServiceError(
+          'invalid_request',
+          `no enrolled factor that takes ${proof.field} reaches acr ${required}`,
+        );
       }
       await guesses.reserveGuess(user.id, context);
       const refusals: { refused: string; applies: boolean }[] = [];
-      for (const type of codeTypes) {
+      for (const type of judges) {
         const factor = factors[type];
-        const result = await factor.check(user, byType.get(type) ?? [], step.mfaCode, context);
+        const result = await factor.check(user, byType.get(type) ?? [], proof.value, context);
         if ('accepted' in result) {
           await guesses.guessSucceeded(user.id);
           await store.factors.markFactorUsed(result.accepted.id, clock.now());
@@ -114,7 +122,7 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
         refusals.push(result);
       }
       const reason = refusals.find((refusal) => refusal.applies) ?? refusals[0];
-      throw new ServiceError('invalid_grant', `mfa_code: ${reason?.refused ?? 'the code is wrong'}`);
+      throw new ServiceError('invalid_grant', `${proof.field}: ${reason?.refused ?? 'the proof is wrong'}`);
     }
 
     const byDefault = toFactorType((verified.find((factor) => factor.isDefault) ?? verified[0])?.type);
@@ -150,3 +158,21 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
 }
 
 export type LoginChallenge = ReturnType<typeof createLoginChallenge>;
+
+/** Throws 400 `invalid_request` when the request carries more than one second-factor proof. */
+export function requireOneProofAtMost(step: SecondStep): void {
+  const given = [step.mfaCode, step.backupCode, step.webauthnResponse].filter((value) => value !== undefined);
+  if (given.length > 1) {
+    throw new ServiceError('invalid_request', 'send one of mfa_code, backup_code and webauthn_response, not several');
+  }
+}
+
+/** The second-factor proof a request carries, with its kind and the field it came in. */
+function proofOf(step: SecondStep): { kind: ProofKind; value: Proof; field: string } | undefined {
+  requireOneProofAtMost(step);
+  if (step.mfaCode !== undefined) return { kind: 'code', value: step.mfaCode, field: 'mfa_code' };
+  if (step.webauthnResponse !== undefined) {
+    return { kind: 'webauthn', value: step.webauthnResponse, field: 'webauthn_response' };
+  }
+  return undefined;
+}

@@ -5,7 +5,12 @@ import { verifyPassword } from '../crypto/passwords.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
-import type { LoginChallenge, LoginDecision, SecondStep } from '../mfa/login-challenge.js';
+import {
+  type LoginChallenge,
+  type LoginDecision,
+  requireOneProofAtMost,
+  type SecondStep,
+} from '../mfa/login-challenge.js';
 import type { Store } from '../store/store.js';
 import { foldUsername } from '../users/accounts.js';
 import type { AuthenticatedClient } from './clients.js';
@@ -89,9 +94,7 @@ export function createPasswordGrant({
    */
   function grantWithPassword(request: PasswordGrantRequest, context: RequestContext): Promise<PasswordGrantResult> {
     return counted(async () => {
-      if (request.mfaCode !== undefined && request.backupCode !== undefined) {
-        throw new ServiceError('invalid_request', 'send mfa_code or backup_code, not both');
-      }
+      requireOneProofAtMost(request);
       // Counted before Argon2 runs, so that simultaneous guesses cannot all be judged; a wrong
       // password leaves the count, a right one gives it back.
       const attempt = await throttle.reserveLogin(request.username, context);

@@ -135,6 +135,19 @@ export interface SigningKeyTable {
   created_at: IsoTime;
 }
 
+/** A WebAuthn challenge per user and purpose (register, login): random, single use, 5 minutes. */
+export interface WebauthnChallengeTable {
+  user_id: string;
+  purpose: 'register' | 'login';
+  /** SHA-256 of the challenge the browser signs. */
+  challenge_hash: string;
+  /** The name asked for with a registration. */
+  pending_name: string | null;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
 /** Revoked access tokens (by jti) and revoked logins (by sid), kept until their tokens expire. */
 export interface RevokedTokenTable {
   id: string;
@@ -186,6 +199,7 @@ export interface Database {
   user: UserTable;
   oauth_client: OAuthClientTable;
   mfa_token: MfaTokenTable;
+  webauthn_challenge: WebauthnChallengeTable;
   mfa_factor: MfaFactorTable;
   one_time_code: OneTimeCodeTable;
   sms_cooldown: SmsCooldownTable;

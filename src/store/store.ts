@@ -13,6 +13,7 @@ import * as signingKeys from './signing-keys.js';
 import * as smsQuota from './sms-quota.js';
 import * as throttle from './throttle.js';
 import * as users from './users.js';
+import * as webauthnChallenges from './webauthn-challenges.js';
 
 type Repository = Record<string, (db: Executor, ...args: never[]) => unknown>;
 type Bound<R extends Repository> = {
@@ -42,6 +43,7 @@ export interface Store {
   backupCodes: Bound<typeof backupCodes>;
   throttle: Bound<typeof throttle>;
   securityEvents: Bound<typeof securityEvents>;
+  webauthnChallenges: Bound<typeof webauthnChallenges>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -60,6 +62,7 @@ export function createStore(db: Executor): Store {
     backupCodes: bind(backupCodes, db),
     throttle: bind(throttle, db),
     securityEvents: bind(securityEvents, db),
+    webauthnChallenges: bind(webauthnChallenges, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

@@ -60,6 +60,22 @@ describe('loadConfig defaults', () => {
     assert.equal(loadConfig({ HOST: '::1' }).issuer, 'http://[::1]:8000');
   });
 
+  test('WebAuthn defaults to the issuer: its host name as RP ID, its origin, SERVICE_NAME as RP name', () => {
+    assert.deepEqual(loadConfig({ ISSUER: 'https://auth.example.com', SERVICE_NAME: 'Acme' }).webauthn, {
+      rpId: 'auth.example.com',
+      rpName: 'Acme',
+      origins: ['https://auth.example.com'],
+    });
+    assert.deepEqual(
+      loadConfig({
+        ISSUER: 'https://auth.example.com',
+        WEBAUTHN_RP_ID: 'example.com',
+        WEBAUTHN_ORIGINS: 'https://example.com, https://app.example.com:8443',
+      }).webauthn.origins,
+      ['https://example.com', 'https://app.example.com:8443'],
+    );
+  });
+
   test('ISSUER overrides the default and loses trailing slashes', () => {
     assert.equal(loadConfig({ ISSUER: 'https://auth.example.com/' }).issuer, 'https://auth.example.com');
     assert.equal(loadConfig({ ISSUER: 'https://example.com/auth//' }).issuer, 'https://example.com/auth');
@@ -124,6 +140,10 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ ADMIN_TOKEN: 'admin-token-ünïcode-000' }, 'ADMIN_TOKEN'],
     [{ METRICS_TOKEN: 'metrics token with spaces' }, 'METRICS_TOKEN'],
     [{ AUDIT_RETENTION_DAYS: '0' }, 'AUDIT_RETENTION_DAYS'],
+    [{ WEBAUTHN_RP_ID: 'https://example.com' }, 'WEBAUTHN_RP_ID'],
+    [{ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.org' }, 'WEBAUTHN_ORIGINS'],
+    [{ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://app.example.com/path' }, 'WEBAUTHN_ORIGINS'],
+    [{ ISSUER: 'https://auth.example.com', WEBAUTHN_ORIGINS: 'https://evil.com' }, 'WEBAUTHN_ORIGINS'],
     [{ SMS_ENROLMENT_HOURLY_LIMIT: '1000' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],
     [{ SMS_GLOBAL_HOURLY_LIMIT: '100', SMS_ENROLMENT_HOURLY_LIMIT: '100' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],
     [{ SECRET_KEY: 'k'.repeat(31) }, 'SECRET_KEY'],

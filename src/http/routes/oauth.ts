@@ -93,6 +93,7 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
             backupCode: body.backup_code,
             mfaType: body.mfa_type,
             acrValues: body.acr_values?.split(' '),
+            webauthnResponse: parseWebauthnResponse(body.webauthn_response),
           },
           context,
         );
@@ -141,5 +142,23 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
       }
       return introspection.introspect(request.body.token);
     },
+  );
+}
+
+/** CONTRACT §12: the assertion is a JSON object in a JSON body, a JSON string in a form body. */
+function parseWebauthnResponse(
+  value: string | Record<string, unknown> | undefined,
+): Record<string, unknown> | undefined {
+  if (value === undefined || typeof value === 'object') return value;
+  try {
+    const parsed: unknown = JSON.parse(value);
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
+  } catch {
+    // answered below
+  }
+  throw new ServiceError(
+    'invalid_request',
+    'webauthn_response must be the AuthenticationResponseJSON, as a JSON object',
   );
 }

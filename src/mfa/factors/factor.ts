@@ -2,14 +2,17 @@ import type { RequestContext } from '../../audit/audit-trail.js';
 import type { Factor } from '../../store/mfa-factors.js';
 
 /** Every kind of second factor, in the order the API names them. Adding one: a file in this folder and an entry here. */
-export const FACTOR_TYPES = ['sms', 'totp'] as const;
+export const FACTOR_TYPES = ['sms', 'totp', 'webauthn'] as const;
 export type FactorType = (typeof FACTOR_TYPES)[number];
 
 /** RFC 8176 methods a second factor adds to the token's `amr`: 'sms', 'otp' (TOTP), 'hwk' (a passkey). */
 export type AuthMethod = 'sms' | 'otp' | 'hwk';
 
 /** What the password grant can carry for a factor to judge: a 6-digit `mfa_code`, or a WebAuthn assertion. */
-export type ProofKind = 'code';
+export type ProofKind = 'code' | 'webauthn';
+
+/** The proof itself: a code's digits, or the assertion (`AuthenticationResponseJSON`) as parsed JSON. */
+export type Proof = string | Record<string, unknown>;
 
 /** The user logging in, as the factors see them. */
 export interface LoginUser {
@@ -38,7 +41,7 @@ export interface SecondFactor {
    * accepted it, having spent what it accepted (a code, a step), or why not. Races are settled by
    * the store: of several requests with one proof, one succeeds.
    */
-  check(user: LoginUser, factors: Factor[], proof: string, context: RequestContext): Promise<CheckResult>;
+  check(user: LoginUser, factors: Factor[], proof: Proof, context: RequestContext): Promise<CheckResult>;
 }
 
 export type CheckResult =

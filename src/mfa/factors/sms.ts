@@ -34,7 +34,7 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock }: SmsFa
     },
 
     async check(user, [verified], code, context) {
-      if (!verified) return { refused: 'no SMS factor', applies: false };
+      if (!verified || typeof code !== 'string') return { refused: 'no SMS factor', applies: false };
       const check = await codes.checkCode(user.id, 'login', code);
       if (check.outcome === 'ok') return { accepted: verified };
       await audit.record('mfa_code_check', check.outcome, {

@@ -65,6 +65,7 @@ export function createTotpFactor({ store, metrics, enrolment, audit, clock, seal
     },
 
     async check(user, factors, code, context) {
+      if (typeof code !== 'string') return { refused: 'an authenticator app takes a 6-digit code', applies: false };
       let replayed = false;
       for (const candidate of factors) {
         const match = matchStep(candidate, code);

@@ -1,0 +1,240 @@
+import { randomUUID } from 'node:crypto';
+import {
+  type AuthenticationResponseJSON,
+  generateAuthenticationOptions,
+  generateRegistrationOptions,
+  type PublicKeyCredentialCreationOptionsJSON,
+  type RegistrationResponseJSON,
+  verifyAuthenticationResponse,
+  verifyRegistrationResponse,
+} from '@simplewebauthn/server';
+import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
+import type { Clock } from '../../clock.js';
+import { sha256 } from '../../crypto/secrets.js';
+import { ServiceError } from '../../errors.js';
+import type { ServiceMetrics } from '../../metrics/metrics.js';
+import type { Factor } from '../../store/mfa-factors.js';
+import type { Store } from '../../store/store.js';
+import type { ChallengePurpose } from '../../store/webauthn-challenges.js';
+import type { Enrolment, MfaStatus } from '../enrolment.js';
+import type { LoginProof } from '../step-up.js';
+import type { SecondFactor } from './factor.js';
+
+/** CONTRACT §12: a challenge lives 5 minutes. */
+const CHALLENGE_TTL_MS = 5 * 60_000;
+
+export interface WebauthnSettings {
+  rpId: string;
+  rpName: string;
+  origins: readonly string[];
+}
+
+/** A passkey as stored in its factor's `data` (public facts only; `counter` has its own column). */
+interface StoredCredential {
+  /** The credential id, base64url. */
+  id: string;
+  /** The COSE public key, base64url. */
+  publicKey: string;
+  transports?: string[];
+}
+
+export interface WebauthnFactorDeps {
+  store: Store;
+  enrolment: Enrolment;
+  audit: AuditTrail;
+  metrics: ServiceMetrics;
+  clock: Clock;
+  settings: WebauthnSettings;
+}
+
+/**
+ * Passkeys and security keys (WebAuthn), verified by @simplewebauthn/server: the one
+ * phishing-resistant factor (amr `hwk`, acr `phr`).
+ */
+export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, settings }: WebauthnFactorDeps) {
+  /** A fresh random challenge, stored hashed for the user and purpose, replacing the earlier one. */
+  async function storeChallenge(userId: string, purpose: ChallengePurpose, challenge: string, pendingName?: string) {
+    const now = clock.now();
+    await store.webauthnChallenges.replaceChallenge(
+      {
+        userId,
+        purpose,
+        challengeHash: sha256(challenge),
+        pendingName,
+        expiresAt: new Date(now.getTime() + CHALLENGE_TTL_MS),
+      },
+      now,
+    );
+  }
+
+  /** The challenge the browser signed, if it is the user's live one for the purpose. */
+  async function liveChallenge(userId: string, purpose: ChallengePurpose) {
+    return store.webauthnChallenges.findLiveChallenge(userId, purpose, clock.now());
+  }
+
+  const factor: SecondFactor = {
+    type: 'webauthn',
+    amr: 'hwk',
+    proof: 'webauthn',
+    maxPerUser: 10,
+
+    async challenge(user, factors) {
+      const options = await generateAuthenticationOptions({
+        rpID: settings.rpId,
+        allowCredentials: factors.map((passkey) => {
+          const credential = credentialOf(passkey);
+          return { id: credential.id, transports: credential.transports };
+        }),
+        userVerification: 'preferred',
+        timeout: CHALLENGE_TTL_MS,
+      });
+      await storeChallenge(user.id, 'login', options.challenge);
+      return { webauthn: options };
+    },
+
+    async check(user, factors, proof, context) {
+      const refuse = async (reason: string) => {
+        metrics.codeChecked('login', 'wrong', 'webauthn');
+        await audit.record('mfa_code_check', 'wrong', {
+          userId: user.id,
+          context,
+          detail: { purpose: 'login', factor_type: 'webauthn' },
+        });
+        return { refused: reason, applies: true };
+      };
+      if (typeof proof !== 'object') return { refused: 'a passkey takes webauthn_response', applies: false };
+      const response = proof as unknown as AuthenticationResponseJSON;
+      const passkey = factors.find((candidate) => credentialOf(candidate).id === response.id);
+      if (!passkey) return refuse('the credential is not one of this user’s passkeys');
+      const challenge = await liveChallenge(user.id, 'login');
+      if (!challenge)
+        return refuse('no passkey challenge is pending (they last 5 minutes); log in again for a new one');
+      const credential = credentialOf(passkey);
+      let newCounter: number;
+      try {
+        // Origin, RP ID, challenge, signature, and a counter that must not go backwards.
+        const verification = await verifyAuthenticationResponse({
+          response,
+          expectedChallenge: (presented) => sha256(presented) === challenge.challengeHash,
+          expectedOrigin: [...settings.origins],
+          expectedRPID: settings.rpId,
+          credential: {
+            id: credential.id,
+            publicKey: Buffer.from(credential.publicKey, 'base64url'),
+            counter: passkey.counter ?? 0,
+            transports: credential.transports,
+          },
+          requireUserVerification: false,
+        });
+        if (!verification.verified) return refuse('the passkey assertion did not verify');
+        newCounter = verification.authenticationInfo.newCounter;
+      } catch (error) {
+        return refuse(`the passkey assertion did not verify: ${error instanceof Error ? error.message : 'malformed'}`);
+      }
+      // Conditional updates settle replays and races: the challenge is spent once, and a counter
+      // (when the authenticator keeps one) only goes up.
+      if (!(await store.webauthnChallenges.spendChallenge(user.id, 'login', challenge.challengeHash, clock.now()))) {
+        return refuse('this passkey challenge was already used; log in again for a new one');
+      }
+      if (newCounter > 0 && !(await store.factors.advanceCounter(passkey.id, newCounter))) {
+        return refuse('the passkey’s signature counter went backwards: the credential may be cloned');
+      }
+      metrics.codeChecked('login', 'ok', 'webauthn');
+      return { accepted: passkey };
+    },
+  };
+
+  /** Registration options for a new passkey, excluding the user's existing ones (a sensitive call while MFA is on). */
+  async function requestEnrolment(
+    login: LoginProof,
+    name: string | undefined,
+  ): Promise<PublicKeyCredentialCreationOptionsJSON> {
+    await enrolment.requireRoomFor(factor, login);
+    const user = await store.users.findUserById(login.userId);
+    if (!user) throw new ServiceError('invalid_token', 'the user of this access token no longer exists');
+    const existing = (await enrolment.listFactors(login.userId)).filter((other) => other.type === 'webauthn');
+    const options = await generateRegistrationOptions({
+      rpName: settings.rpName,
+      rpID: settings.rpId,
+      userName: user.username,
+      userID: new TextEncoder().encode(user.id),
+      attestationType: 'none',
+      excludeCredentials: existing.map((passkey) => {
+        const credential = credentialOf(passkey);
+        return { id: credential.id, transports: credential.transports };
+      }),
+      authenticatorSelection: { residentKey: 'preferred', userVerification: 'preferred' },
+      timeout: CHALLENGE_TTL_MS,
+    });
+    await storeChallenge(login.userId, 'register', options.challenge, name);
+    return options;
+  }
+
+  /** Verifies the browser's registration response and adds the passkey; throws 400 `invalid_credential`. */
+  async function confirmEnrolment(
+    login: LoginProof,
+    registration: Record<string, unknown>,
+    name: string | undefined,
+    context: RequestContext,
+  ): Promise<MfaStatus> {
+    const challenge = await liveChallenge(login.userId, 'register');
+    if (!challenge) {
+      throw new ServiceError(
+        'invalid_credential',
+        'no passkey registration is pending (they last 5 minutes); start one with PUT /mfa/webauthn/request/',
+      );
+    }
+    let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
+    try {
+      verified = await verifyRegistrationResponse({
+        response: registration as unknown as RegistrationResponseJSON,
+        expectedChallenge: (presented) => sha256(presented) === challenge.challengeHash,
+        expectedOrigin: [...settings.origins],
+        expectedRPID: settings.rpId,
+        requireUserVerification: false,
+      });
+    } catch (error) {
+      throw new ServiceError(
+        'invalid_credential',
+        `the passkey registration did not verify: ${error instanceof Error ? error.message : 'malformed'}`,
+      );
+    }
+    if (!verified.verified) throw new ServiceError('invalid_credential', 'the passkey registration did not verify');
+    const { credential } = verified.registrationInfo;
+    const existing = await enrolment.listFactors(login.userId);
+    if (existing.some((other) => other.type === 'webauthn' && credentialOf(other).id === credential.id)) {
+      throw new ServiceError('mfa_already_enabled', 'this passkey is already enrolled');
+    }
+    if (
+      !(await store.webauthnChallenges.spendChallenge(login.userId, 'register', challenge.challengeHash, clock.now()))
+    ) {
+      throw new ServiceError('invalid_credential', 'this registration challenge was already used; start again');
+    }
+    const stored: StoredCredential = {
+      id: credential.id,
+      publicKey: Buffer.from(credential.publicKey).toString('base64url'),
+      transports: credential.transports,
+    };
+    const pending = {
+      id: randomUUID(),
+      userId: login.userId,
+      type: 'webauthn',
+      name: name ?? challenge.pendingName ?? 'Passkey',
+      createdAt: clock.now(),
+      data: JSON.stringify(stored),
+    };
+    await store.factors.replacePendingFactor(pending);
+    const factorRow = await store.factors.findFactor(login.userId, pending.id);
+    if (!factorRow)
+      throw new ServiceError('invalid_credential', 'the registration was replaced meanwhile; start again');
+    return enrolment.activate(login, factorRow, { counter: credential.counter }, context);
+  }
+
+  return { ...factor, requestEnrolment, confirmEnrolment };
+}
+
+export type WebauthnFactor = ReturnType<typeof createWebauthnFactor>;
+
+function credentialOf(factor: Factor): StoredCredential {
+  return JSON.parse(factor.data ?? '{}') as StoredCredential;
+}

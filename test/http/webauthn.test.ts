@@ -1,0 +1,305 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { decodeJwt } from 'jose';
+import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+import { SoftAuthenticator } from '../support/soft-authenticator.js';
+
+const PASSWORD = 'correct horse battery';
+const ORIGIN = 'https://accounts.example.com';
+const RP_ID = 'example.com';
+
+let service: Service;
+before(async () => {
+  service = await startService({
+    env: { WEBAUTHN_RP_ID: RP_ID, WEBAUTHN_ORIGINS: `${ORIGIN},https://example.com`, WEBAUTHN_RP_NAME: 'Example' },
+  });
+});
+after(() => service.close());
+
+let userCount = 0;
+
+function requestPasskey(token: string, body: object = {}) {
+  return service.call('/mfa/webauthn/request/', { method: 'PUT', token, body });
+}
+
+function verifyPasskey(token: string, credential: unknown, name?: string) {
+  return service.call('/mfa/webauthn/verify/', { method: 'PUT', token, body: { credential, name } });
+}
+
+/** A user whose only factor is a passkey held by `authenticator`. */
+async function passkeyUser(authenticator = new SoftAuthenticator()) {
+  const username = `passkey-${++userCount}`;
+  await service.createUser(username, PASSWORD);
+  const token = await service.accessToken(username, PASSWORD);
+  const { options } = await expectStatus(requestPasskey(token, { name: 'Laptop' }), 200);
+  await expectStatus(verifyPasskey(token, authenticator.register(options, ORIGIN)), 200);
+  return { username, token, authenticator };
+}
+
+/** The password step of a passkey login: its WebAuthn request options. */
+async function passkeyChallenge(username: string, extra: Record<string, string> = {}) {
+  const answer = await expectStatus(service.login(username, PASSWORD, extra), 200);
+  assert.equal(answer.mfa_type, 'webauthn');
+  return answer.webauthn;
+}
+
+function loginWithAssertion(username: string, assertion: unknown) {
+  return service.call('/mfa/oauth2/token/', {
+    method: 'POST',
+    body: { grant_type: 'password', username, password: PASSWORD, webauthn_response: assertion },
+  });
+}
+
+describe('enrolling a passkey (CONTRACT §12)', () => {
+  test('the request answers creation options for this relying party; the browser’s answer verifies and turns MFA on', async () => {
+    const username = `passkey-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    const { options } = await expectStatus(requestPasskey(token, { name: 'Laptop' }), 200);
+    assert.equal(options.rp.id, RP_ID);
+    assert.equal(options.rp.name, 'Example');
+    assert.equal(options.user.name, username);
+    assert.ok(options.challenge.length >= 22, 'a random challenge');
+    assert.deepEqual(options.excludeCredentials, []);
+    assert.ok(
+      options.pubKeyCredParams.some((param: { alg: number }) => param.alg === -7),
+      'ES256 offered',
+    );
+
+    const authenticator = new SoftAuthenticator();
+    assert.deepEqual(await expectStatus(verifyPasskey(token, authenticator.register(options, ORIGIN)), 200), {
+      enabled: true,
+      challenge_type: 'webauthn',
+      phone_number: '',
+    });
+    const { factors } = await expectStatus(service.call('/mfa/factors/', { token }), 200);
+    assert.deepEqual(
+      factors.map((factor: { type: string; name: string; is_default: boolean }) => [
+        factor.type,
+        factor.name,
+        factor.is_default,
+      ]),
+      [['webauthn', 'Laptop', true]],
+    );
+  });
+
+  test('a registration from another origin, a stale or spent challenge, or none at all: 400 invalid_credential', async () => {
+    const username = `passkey-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    const authenticator = new SoftAuthenticator();
+    assert.equal((await expectStatus(verifyPasskey(token, {}), 400)).error, 'invalid_credential');
+
+    let { options } = await expectStatus(requestPasskey(token), 200);
+    const phished = await expectStatus(
+      verifyPasskey(token, authenticator.register(options, 'https://examp1e.com')),
+      400,
+    );
+    assert.equal(phished.error, 'invalid_credential');
+    assert.match(phished.error_description, /origin/i);
+
+    ({ options } = await expectStatus(requestPasskey(token), 200));
+    service.clock.advance(301);
+    await expectStatus(verifyPasskey(token, authenticator.register(options, ORIGIN)), 400);
+
+    ({ options } = await expectStatus(requestPasskey(token), 200));
+    await expectStatus(verifyPasskey(token, authenticator.register(options, ORIGIN)), 200);
+    // The same challenge again (a second credential answering it) is refused.
+    await expectStatus(verifyPasskey(token, authenticator.register(options, ORIGIN)), 400);
+    assert.equal((await expectStatus(service.call('/mfa/factors/', { token }), 200)).factors.length, 1);
+  });
+
+  test('a second passkey needs a second-factor login, and the options exclude the first', async () => {
+    const user = await passkeyUser();
+    assert.equal((await expectStatus(requestPasskey(user.token), 401)).error, 'insufficient_user_authentication');
+    const strong = await expectStatus(
+      loginWithAssertion(user.username, user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN)),
+      200,
+    );
+    const { options } = await expectStatus(requestPasskey(strong.access_token), 200);
+    assert.equal(options.excludeCredentials.length, 1);
+  });
+});
+
+describe('logging in with a passkey', () => {
+  test('the password answers mfa_required with request options naming the user’s passkeys; the assertion gives amr pwd+hwk, acr phr', async () => {
+    const user = await passkeyUser();
+    const options = await passkeyChallenge(user.username);
+    assert.equal(options.rpId, RP_ID);
+    assert.equal(options.allowCredentials.length, 1);
+    const tokens = await expectStatus(
+      loginWithAssertion(user.username, user.authenticator.assert(options, ORIGIN)),
+      200,
+    );
+    const claims = decodeJwt(tokens.access_token);
+    assert.deepEqual(claims.amr, ['pwd', 'hwk']);
+    assert.equal(claims.acr, 'phr');
+    // A passkey login is strong enough for sensitive calls.
+    await expectStatus(service.call('/mfa/recovery/', { method: 'POST', token: tokens.access_token }), 200);
+  });
+
+  test('in a form body the assertion is a JSON string', async () => {
+    const user = await passkeyUser();
+    const assertion = user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN);
+    const tokens = await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'password',
+          username: user.username,
+          password: PASSWORD,
+          webauthn_response: JSON.stringify(assertion),
+        }).toString(),
+      }),
+      200,
+    );
+    assert.deepEqual(decodeJwt(tokens.access_token).amr, ['pwd', 'hwk']);
+    const garbled = await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          grant_type: 'password',
+          username: user.username,
+          password: PASSWORD,
+          webauthn_response: '{not json',
+        }).toString(),
+      }),
+      400,
+    );
+    assert.equal(garbled.error, 'invalid_request');
+  });
+
+  test('a replayed assertion is refused', async () => {
+    const user = await passkeyUser();
+    const assertion = user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN);
+    await expectStatus(loginWithAssertion(user.username, assertion), 200);
+    const replay = await expectStatus(loginWithAssertion(user.username, assertion), 400);
+    assert.equal(replay.error, 'invalid_grant');
+  });
+
+  test('an assertion for a challenge older than 5 minutes is refused', async () => {
+    const user = await passkeyUser();
+    const options = await passkeyChallenge(user.username);
+    service.clock.advance(301);
+    await expectStatus(loginWithAssertion(user.username, user.authenticator.assert(options, ORIGIN)), 400);
+  });
+
+  test('an assertion made on another origin (phishing) or for another RP ID is refused', async () => {
+    const user = await passkeyUser();
+    const phished = await expectStatus(
+      loginWithAssertion(
+        user.username,
+        user.authenticator.assert(await passkeyChallenge(user.username), 'https://examp1e.com'),
+      ),
+      400,
+    );
+    assert.equal(phished.error, 'invalid_grant');
+    await expectStatus(
+      loginWithAssertion(
+        user.username,
+        user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN, 'examp1e.com'),
+      ),
+      400,
+    );
+  });
+
+  test('a signature counter that goes backwards is refused (a cloned authenticator)', async () => {
+    const user = await passkeyUser();
+    await expectStatus(
+      loginWithAssertion(user.username, user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN)),
+      200,
+    );
+    user.authenticator.rewind(1);
+    const cloned = await expectStatus(
+      loginWithAssertion(user.username, user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN)),
+      400,
+    );
+    assert.equal(cloned.error, 'invalid_grant');
+  });
+
+  test('an authenticator without a counter (always 0) still logs in', async () => {
+    const user = await passkeyUser(new SoftAuthenticator(0));
+    for (let login = 0; login < 2; login++) {
+      await expectStatus(
+        loginWithAssertion(user.username, user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN)),
+        200,
+      );
+    }
+  });
+
+  test('failed assertions count in the guess budget: after 5, the next answers 429 mfa_throttled', async () => {
+    const user = await passkeyUser();
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const options = await passkeyChallenge(user.username);
+      await expectStatus(
+        loginWithAssertion(user.username, user.authenticator.assert(options, 'https://evil.example')),
+        400,
+      );
+    }
+    const options = await passkeyChallenge(user.username);
+    const throttled = await expectStatus(
+      loginWithAssertion(user.username, user.authenticator.assert(options, ORIGIN)),
+      429,
+    );
+    assert.equal(throttled.error, 'mfa_throttled');
+  });
+});
+
+describe('passkeys beside other factors (CONTRACT §13, §14)', () => {
+  test('acr_values=phr asks for the passkey even when SMS is the default; a code cannot meet it', async () => {
+    const phone = nextPhone();
+    const { username, token } = await service.createUserWithMfa(`passkey-${++userCount}`, PASSWORD, phone);
+    const { options } = await expectStatus(requestPasskey(token), 200);
+    const authenticator = new SoftAuthenticator();
+    await expectStatus(verifyPasskey(token, authenticator.register(options, ORIGIN)), 200);
+
+    const plain = await expectStatus(service.login(username, PASSWORD), 200);
+    assert.equal(plain.mfa_type, 'sms');
+    assert.deepEqual(plain.mfa_types, ['sms', 'webauthn']);
+    assert.equal(plain.webauthn, undefined, 'no passkey options unless a passkey is asked for');
+
+    const phr = await expectStatus(service.login(username, PASSWORD, { acr_values: 'phr' }), 200);
+    assert.equal(phr.mfa_type, 'webauthn');
+    assert.equal(phr.mfa_types, undefined, 'only passkeys reach phr');
+    const refused = await expectStatus(
+      service.login(username, PASSWORD, { acr_values: 'phr', mfa_code: '123456' }),
+      400,
+    );
+    assert.equal(refused.error, 'invalid_request');
+    const tokens = await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: {
+          grant_type: 'password',
+          username,
+          password: PASSWORD,
+          acr_values: 'phr',
+          webauthn_response: authenticator.assert(phr.webauthn, ORIGIN),
+        },
+      }),
+      200,
+    );
+    assert.equal(decodeJwt(tokens.access_token).acr, 'phr');
+  });
+
+  test('mfa_code and webauthn_response together are 400 invalid_request', async () => {
+    const user = await passkeyUser();
+    const assertion = user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN);
+    const body = await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: {
+          grant_type: 'password',
+          username: user.username,
+          password: PASSWORD,
+          mfa_code: '123456',
+          webauthn_response: assertion,
+        },
+      }),
+      400,
+    );
+    assert.equal(body.error, 'invalid_request');
+  });
+});
