@@ -108,12 +108,7 @@ describe('backup codes', () => {
     const phone = nextPhone();
     await service.createUser(name, PASSWORD);
     const weak = await service.accessToken(name, PASSWORD);
-    await expectStatus(
-      service.call('/mfa/sms/request/', { method: 'PUT', token: weak, body: { phone_number: phone } }),
-      200,
-    );
-    const code = service.twilio.lastCodeFor(`+${phone}`);
-    await expectStatus(service.call('/mfa/sms/verify/', { method: 'PUT', token: weak, body: { mfa_code: code } }), 200);
+    await service.enrolSms(weak, phone);
     for (const response of [await regenerate(weak), await remaining(weak)]) {
       assert.equal(response.status, 401);
       assert.equal(((await response.json()) as { error: string }).error, 'insufficient_user_authentication');

@@ -42,19 +42,6 @@ async function isAlive(login: Login): Promise<boolean> {
   return status === 200;
 }
 
-/** Enrols `phone` from `login` and returns the verified user's phone code helper. */
-async function enrolSms(login: Login, phone: string) {
-  await expectStatus(
-    service.call('/mfa/sms/request/', { method: 'PUT', token: login.access, body: { phone_number: phone } }),
-    200,
-  );
-  const code = service.twilio.lastCodeFor(`+${phone}`);
-  await expectStatus(
-    service.call('/mfa/sms/verify/', { method: 'PUT', token: login.access, body: { mfa_code: code } }),
-    200,
-  );
-}
-
 async function strongLogin(username: string, phone: string): Promise<Login> {
   service.clock.advance(31);
   await expectStatus(service.login(username, PASSWORD), 200);
@@ -67,7 +54,7 @@ describe('sessions that end (CONTRACT §14)', () => {
     await service.createUser(name, PASSWORD);
     const enrolling = await logIn(name);
     const thief = await logIn(name);
-    await enrolSms(enrolling, nextPhone());
+    await service.enrolSms(enrolling.access, nextPhone());
     assert.equal(await isAlive(thief), false, "the other login's tokens stop working");
     assert.equal(await isAlive(enrolling), true, 'the login that turned MFA on keeps working');
   });
@@ -76,7 +63,7 @@ describe('sessions that end (CONTRACT §14)', () => {
     const name = freshName();
     const phone = nextPhone();
     await service.createUser(name, PASSWORD);
-    await enrolSms(await logIn(name), phone);
+    await service.enrolSms((await logIn(name)).access, phone);
     const other = await strongLogin(name, phone);
     const disabling = await strongLogin(name, phone);
     await expectStatus(service.call('/mfa/', { method: 'DELETE', token: disabling.access }), 204);
@@ -95,7 +82,7 @@ describe('sessions that end (CONTRACT §14)', () => {
       const name = freshName();
       const phone = nextPhone();
       const userId = await service.createUser(name, PASSWORD);
-      await enrolSms(await logIn(name), phone);
+      await service.enrolSms((await logIn(name)).access, phone);
       const owner = await strongLogin(name, phone);
       const thief = await strongLogin(name, phone);
       await reset(userId);
@@ -117,7 +104,7 @@ describe('sessions that end (CONTRACT §14)', () => {
     const theirs = await logIn(bystander);
     const name = freshName();
     await service.createUser(name, PASSWORD);
-    await enrolSms(await logIn(name), nextPhone());
+    await service.enrolSms((await logIn(name)).access, nextPhone());
     assert.equal(await isAlive(theirs), true);
   });
 

@@ -237,12 +237,7 @@ describe('several factors (CONTRACT §10, §13)', () => {
     const name = `both-${++userCount}`;
     await service.createUser(name, PASSWORD);
     const weak = await service.accessToken(name, PASSWORD);
-    await expectStatus(
-      service.call('/mfa/sms/request/', { method: 'PUT', token: weak, body: { phone_number: phone } }),
-      200,
-    );
-    const code = service.twilio.lastCodeFor(`+${phone}`);
-    await expectStatus(service.call('/mfa/sms/verify/', { method: 'PUT', token: weak, body: { mfa_code: code } }), 200);
+    await service.enrolSms(weak, phone);
     assert.equal((await expectStatus(requestTotp(weak), 401)).error, 'insufficient_user_authentication');
   });
 
@@ -336,15 +331,7 @@ describe('several factors (CONTRACT §10, §13)', () => {
     const name = `both-${++userCount}`;
     await service.createUser(name, PASSWORD);
     const weak = await service.accessToken(name, PASSWORD);
-    await expectStatus(
-      service.call('/mfa/sms/request/', { method: 'PUT', token: weak, body: { phone_number: phone } }),
-      200,
-    );
-    const enrolCode = service.twilio.lastCodeFor(`+${phone}`);
-    await expectStatus(
-      service.call('/mfa/sms/verify/', { method: 'PUT', token: weak, body: { mfa_code: enrolCode } }),
-      200,
-    );
+    await service.enrolSms(weak, phone);
     const [smsFactor] = (await expectStatus(service.call('/mfa/factors/', { token: weak }), 200)).factors;
     const refused = await expectStatus(
       service.call(`/mfa/factors/${smsFactor.id}/`, { method: 'DELETE', token: weak }),

@@ -156,22 +156,23 @@ export async function startService(options: ServiceOptions = {}) {
       return body.access_token;
     },
 
+    /** Enrols `phone` (digits) as the SMS factor with `token`'s login: request, then the code sent. */
+    async enrolSms(token: string, phone: string) {
+      await expectStatus(
+        service.call('/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: phone } }),
+        200,
+      );
+      const code = twilio.lastCodeFor(`+${phone}`);
+      return expectStatus(service.call('/mfa/sms/verify/', { method: 'PUT', token, body: { mfa_code: code } }), 200);
+    },
+
     /**
      * Creates a user with SMS MFA on `phone` (digits) and returns a token whose login carried the
      * second factor. Moves the clock past the resend cooldown on the way.
      */
     async createUserWithMfa(username: string, password: string, phone: string) {
       const userId = await service.createUser(username, password);
-      const firstToken = await service.accessToken(username, password);
-      await expectStatus(
-        service.call('/mfa/sms/request/', { method: 'PUT', token: firstToken, body: { phone_number: phone } }),
-        200,
-      );
-      const enrolCode = twilio.lastCodeFor(`+${phone}`);
-      await expectStatus(
-        service.call('/mfa/sms/verify/', { method: 'PUT', token: firstToken, body: { mfa_code: enrolCode } }),
-        200,
-      );
+      await service.enrolSms(await service.accessToken(username, password), phone);
       await expectStatus(service.login(username, password), 200);
       const token = await service.accessToken(username, password, { mfa_code: twilio.lastCodeFor(`+${phone}`) });
       clock.advance(31);
