@@ -39,6 +39,13 @@ const TOKEN_FIELDS = [
   'password',
   'mfa_code',
   'backup_code',
+  'webauthn_response',
+  'mfa_type',
+  'acr_values',
+  'max_age',
+  'mfa_token',
+  'otp',
+  'recovery_code',
   'scope',
   'refresh_token',
   'client_id',
@@ -55,6 +62,19 @@ const GET_MFA = endpoint('GET', '/mfa/', 'access_token');
 const DELETE_MFA = endpoint('DELETE', '/mfa/', 'access_token');
 const SMS_REQUEST = endpoint('PUT', '/mfa/sms/request/', 'access_token', { body: 'json', fields: ['phone_number'] });
 const SMS_VERIFY = endpoint('PUT', '/mfa/sms/verify/', 'access_token', { body: 'json', fields: ['mfa_code'] });
+const LIST_FACTORS = endpoint('GET', '/mfa/factors/', 'access_token');
+const UPDATE_FACTOR = endpoint('PATCH', '/mfa/factors/:id/', 'access_token', {
+  body: 'json',
+  fields: ['name', 'is_default'],
+});
+const DELETE_FACTOR = endpoint('DELETE', '/mfa/factors/:id/', 'access_token');
+const TOTP_REQUEST = endpoint('PUT', '/mfa/totp/request/', 'access_token', { body: 'json', fields: ['name'] });
+const TOTP_VERIFY = endpoint('PUT', '/mfa/totp/verify/', 'access_token', { body: 'json', fields: ['mfa_code'] });
+const WEBAUTHN_REQUEST = endpoint('PUT', '/mfa/webauthn/request/', 'access_token', { body: 'json', fields: ['name'] });
+const WEBAUTHN_VERIFY = endpoint('PUT', '/mfa/webauthn/verify/', 'access_token', {
+  body: 'json',
+  fields: ['credential', 'name'],
+});
 const NEW_BACKUP_CODES = endpoint('POST', '/mfa/recovery/', 'access_token');
 const COUNT_BACKUP_CODES = endpoint('GET', '/mfa/recovery/', 'access_token');
 const TOKEN = endpoint('POST', '/mfa/oauth2/token/', 'client', { body: 'oauth', fields: TOKEN_FIELDS });
@@ -72,11 +92,28 @@ const ADMIN_USERS = endpoint('POST', '/admin/users', 'admin', { body: 'json', fi
 const ADMIN_CLIENTS = endpoint('POST', '/admin/clients', 'admin', { body: 'json', fields: ['name'] });
 const ADMIN_SIGNING_KEYS = endpoint('POST', '/admin/signing-keys', 'admin');
 const ADMIN_EVENTS = endpoint('GET', '/admin/users/:id/events', 'admin');
+const ADMIN_FIND_USER = endpoint('GET', '/admin/users', 'admin');
+const ADMIN_DELETE_USER = endpoint('DELETE', '/admin/users/:id', 'admin');
+const ADMIN_RESET_MFA = endpoint('DELETE', '/admin/users/:id/mfa', 'admin');
+const ADMIN_SHOW_CLIENT = endpoint('GET', '/admin/clients/:id', 'admin');
+const ADMIN_UPDATE_CLIENT = endpoint('PATCH', '/admin/clients/:id', 'admin', {
+  body: 'json',
+  fields: ['mfa_challenge'],
+});
+/** Admin calls that change what they name whatever the body: only refused credentials are sent to them. */
+const ADMIN_WITHOUT_SAFE_BODY = new Set([ADMIN_SIGNING_KEYS, ADMIN_DELETE_USER, ADMIN_RESET_MFA]);
 const ENDPOINTS: readonly Endpoint[] = [
   GET_MFA,
   DELETE_MFA,
   SMS_REQUEST,
   SMS_VERIFY,
+  LIST_FACTORS,
+  UPDATE_FACTOR,
+  DELETE_FACTOR,
+  TOTP_REQUEST,
+  TOTP_VERIFY,
+  WEBAUTHN_REQUEST,
+  WEBAUTHN_VERIFY,
   NEW_BACKUP_CODES,
   COUNT_BACKUP_CODES,
   TOKEN,
@@ -88,6 +125,11 @@ const ENDPOINTS: readonly Endpoint[] = [
   ADMIN_CLIENTS,
   ADMIN_SIGNING_KEYS,
   ADMIN_EVENTS,
+  ADMIN_FIND_USER,
+  ADMIN_DELETE_USER,
+  ADMIN_RESET_MFA,
+  ADMIN_SHOW_CLIENT,
+  ADMIN_UPDATE_CLIENT,
   endpoint('GET', '/healthz', 'none'),
   endpoint('GET', '/readyz', 'none'),
   endpoint('GET', '/metrics', 'none'),
@@ -911,11 +953,21 @@ function passingCredentials(target: Endpoint): fc.Arbitrary<Credentials> {
         'PUT /mfa/sms/verify/': [weakMfaToken, strongToken, plainToken],
         'POST /mfa/recovery/': [weakMfaToken, plainToken, pendingToken],
         'GET /mfa/recovery/': [weakMfaToken, strongToken, plainToken, pendingToken],
+        // Generated ids name no factor: each of these answers 404 (or 400) whoever asks.
+        'GET /mfa/factors/': [weakMfaToken, strongToken, plainToken, pendingToken],
+        'PATCH /mfa/factors/:id/': [weakMfaToken, strongToken, plainToken, pendingToken],
+        'DELETE /mfa/factors/:id/': [weakMfaToken, strongToken, plainToken, pendingToken],
+        // A request would store a pending secret or challenge; the weak login is refused (MFA is on).
+        'PUT /mfa/totp/request/': [weakMfaToken],
+        'PUT /mfa/webauthn/request/': [weakMfaToken],
+        // Nothing is pending for these users: nothing to verify.
+        'PUT /mfa/totp/verify/': [weakMfaToken, strongToken, plainToken, pendingToken],
+        'PUT /mfa/webauthn/verify/': [weakMfaToken, strongToken, plainToken, pendingToken],
       };
       return fc.constantFrom(...(allowed[`${target.method} ${target.route}`] ?? [weakMfaToken])).map(bearer);
     }
     case 'admin':
-      return target === ADMIN_SIGNING_KEYS
+      return ADMIN_WITHOUT_SAFE_BODY.has(target)
         ? refusedAuthorization().map((authorization) => ({ authorization, isRealAdmin: false }))
         : fc.constant({ authorization: `Bearer ${ADMIN_TOKEN}`, isRealAdmin: true });
     case 'client':
@@ -943,10 +995,9 @@ function credentialsFor(target: Endpoint): fc.Arbitrary<Credentials> {
 function pathFor(target: Endpoint): fc.Arbitrary<string> {
   // Past 100 characters the router itself answers 414: the test of errors before routing covers that.
   const id = fc.oneof(fc.constantFrom(...fixture.userIds), fc.uuid(), shortString).map(percentEncoded);
-  const base =
-    target === ADMIN_EVENTS
-      ? id.filter((value) => value.length <= 100).map((value) => `/admin/users/${value}/events`)
-      : fc.constant(target.route);
+  const base = target.route.includes(':id')
+    ? id.filter((value) => value.length <= 100).map((value) => target.route.replace(':id', value))
+    : fc.constant(target.route);
   const query = fc.oneof(
     { weight: 6, arbitrary: fc.constant('') },
     {
@@ -1133,12 +1184,14 @@ test('forged, spoiled and foreign Authorization headers get 401 with WWW-Authent
     'POST /admin/users': () =>
       jsonPayload({ username: `made-${randomBytes(4).toString('hex')}`, password: 'long enough' }),
     'POST /admin/clients': () => jsonPayload({ name: 'made by a forged token' }),
+    'PUT /mfa/totp/request/': () => jsonPayload({}),
+    'PUT /mfa/webauthn/request/': () => jsonPayload({}),
   };
   await runProperty(
     'forged authorization',
     fc.tuple(fc.constantFrom(...guarded), refusedAuthorization()),
     async ([target, authorization]) => {
-      const path = target === ADMIN_EVENTS ? `/admin/users/${fixture.userIds[1]}/events` : target.route;
+      const path = target.route.replace(':id', fixture.userIds[1] ?? '');
       const request = attempt(
         target,
         path,
@@ -1372,7 +1425,19 @@ test('after all of it: the server answers, nothing changed, nothing was logged a
   assert.equal(answered.status, 200, answered.text);
   await assertNothingChanged('after every property');
 
-  // Every route got its share of the generated requests.
+  // Every route of the OpenAPI document is here, and got its share of the generated requests.
+  const document = JSON.parse(
+    (await send({ method: 'GET', path: '/openapi.json', headers: {} }, '/openapi.json')).text,
+  );
+  for (const [path, operations] of Object.entries(document.paths as Record<string, object>)) {
+    for (const method of Object.keys(operations)) {
+      const route = path.replace(/\{(\w+)\}/g, ':$1');
+      assert.ok(
+        ENDPOINTS.some((target) => target.route === route && target.method === method.toUpperCase()),
+        `${method.toUpperCase()} ${route} has no generated requests: add it to ENDPOINTS`,
+      );
+    }
+  }
   for (const target of ENDPOINTS) {
     assert.ok(
       (sentTo.get(target.route) ?? 0) >= 20,
