@@ -43,6 +43,8 @@ export interface ServiceOptions {
    * release would have left it; the service then migrates it to the latest schema at start.
    */
   legacy?: { version: string; seed: (db: Kysely<any>) => Promise<void> };
+  /** Where the built account page is read from (default: this checkout's dist/account). */
+  accountPageDir?: string;
 }
 
 /**
@@ -81,7 +83,7 @@ export async function startService(options: ServiceOptions = {}) {
     await options.legacy.seed(db as unknown as Kysely<any>);
   }
   await migrateToLatest(db);
-  const app = await buildApp(config, { db, clock, logStream });
+  const app = await buildApp(config, { db, clock, logStream, accountPageDir: options.accountPageDir });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
