@@ -61,10 +61,10 @@ export function createAccountView(api: Api, username: () => string) {
       } catch (error) {
         if (error instanceof SessionEnded) return; // the sign-in screen says so
         if (error instanceof Cancelled) {
-          if (api.isSignedIn) warn('Nothing was changed: that change needs you to confirm it is you.');
+          if (api.isSignedIn) warn('Nothing was changed: that change needs you to confirm it is you.', container);
           return;
         }
-        warn(describeError(error, step));
+        warn(describeError(error, step), container ?? section);
         if (error instanceof ApiError && error.code === 'not_found') await reload();
       }
     });
@@ -75,7 +75,7 @@ export function createAccountView(api: Api, username: () => string) {
     document.title = 'Sign-in security · Account security';
     closeForms();
     closeBackupCodes();
-    await act('other', undefined, reload);
+    await act('other', section, reload);
     title.focus();
   }
 
@@ -112,10 +112,12 @@ export function createAccountView(api: Api, username: () => string) {
         ? 'Two-step verification is on: after your password, signing in asks for your default factor (you can choose another of yours).'
         : 'Two-step verification is off: your password alone signs you in.';
     none.hidden = factors.length > 0;
-    list.replaceChildren(...factors.map(renderFactor));
+    // The default first: it is what signing in asks for.
+    const ordered = [...factors].sort((a, b) => Number(b.is_default) - Number(a.is_default));
+    list.replaceChildren(...ordered.map((factor) => renderFactor(factor, factors.length === 1)));
   }
 
-  function renderFactor(factor: Factor): HTMLLIElement {
+  function renderFactor(factor: Factor, isOnlyOne: boolean): HTMLLIElement {
     const quoted = ` “${factor.name}”`;
     const kind =
       factor.type === 'sms' && factor.phone_number
@@ -150,7 +152,11 @@ export function createAccountView(api: Api, username: () => string) {
         'p',
         {},
         `Remove${quoted}? Signing in will no longer accept it.`,
-        factor.is_default ? ' Another of your factors becomes the default.' : '',
+        isOnlyOne
+          ? ' It is your only second factor: two-step verification turns off.'
+          : factor.is_default
+            ? ' Another of your factors becomes the default.'
+            : '',
       ),
       el('div', { class: 'actions' }, confirmRemove, keep),
     );
@@ -166,6 +172,7 @@ export function createAccountView(api: Api, username: () => string) {
       ),
       el('p', { class: 'factor-type' }, kind),
       el('p', { class: 'factor-dates' }, `Added ${dateFormat.format(new Date(factor.created_at))} · Last used ${used}`),
+      el('p', { class: 'notice', hidden: '' }),
       actions,
       renameForm,
       confirmBox,
@@ -186,22 +193,22 @@ export function createAccountView(api: Api, username: () => string) {
       event.preventDefault();
       const name = nameInput.value.trim();
       if (!FACTOR_NAME.test(name)) {
-        warn('A name has 1 to 64 characters.');
+        warn('A name has 1 to 64 characters.', item);
         nameInput.focus();
         return;
       }
       void act('other', renameForm, async () => {
         await api.call('PATCH', `mfa/factors/${encodeURIComponent(factor.id)}/`, { body: { name } });
-        say(`Renamed to “${name}”.`);
         await reload();
+        say(`Renamed to “${name}”.`, factorNamed(factor.id));
         focusInFactor(factor.id, 'rename');
       });
     });
     makeDefault.addEventListener('click', () =>
       act('other', actions, async () => {
         await api.call('PATCH', `mfa/factors/${encodeURIComponent(factor.id)}/`, { body: { is_default: true } });
-        say(`“${factor.name}” is now your default: signing in asks for it first.`);
         await reload();
+        say(`“${factor.name}” is now your default: signing in asks for it first.`, factorNamed(factor.id));
         focusInFactor(factor.id, 'rename');
       }),
     );
@@ -216,13 +223,21 @@ export function createAccountView(api: Api, username: () => string) {
     });
     confirmRemove.addEventListener('click', () =>
       act('other', confirmBox, async () => {
-        await api.call('DELETE', `mfa/factors/${encodeURIComponent(factor.id)}/`);
+        try {
+          await api.call('DELETE', `mfa/factors/${encodeURIComponent(factor.id)}/`);
+        } catch (error) {
+          if (error instanceof Cancelled) {
+            confirmBox.hidden = true;
+            remove.focus();
+          }
+          throw error;
+        }
         await reload();
-        const left = list.children.length;
         say(
-          left > 0
-            ? `Removed “${factor.name}”.`
-            : `Removed “${factor.name}”. Two-step verification is now off: your password alone signs you in.`,
+          isOnlyOne
+            ? `Removed “${factor.name}”. Two-step verification is now off: your password alone signs you in.`
+            : `Removed “${factor.name}”.`,
+          factorsTitle,
         );
         factorsTitle.focus();
       }),
@@ -230,8 +245,12 @@ export function createAccountView(api: Api, username: () => string) {
     return item;
   }
 
+  function factorNamed(id: string): HTMLElement | null {
+    return list.querySelector<HTMLElement>(`li[data-factor-id="${CSS.escape(id)}"]`);
+  }
+
   function focusInFactor(id: string, action: string) {
-    list.querySelector<HTMLElement>(`li[data-factor-id="${CSS.escape(id)}"] [data-action="${action}"]`)?.focus();
+    factorNamed(id)?.querySelector<HTMLElement>(`[data-action="${action}"]`)?.focus();
   }
 
   function renderBackup(state: BackupState) {
@@ -251,6 +270,7 @@ export function createAccountView(api: Api, username: () => string) {
   // Adding a factor: one form on screen at a time.
 
   function closeForms() {
+    byId('add-buttons').hidden = false;
     for (const form of Object.values(forms)) {
       form.hidden = true;
       form.reset();
@@ -264,14 +284,19 @@ export function createAccountView(api: Api, username: () => string) {
     closeForms();
     clearNotices();
     opener = from;
+    // One thing at a time: the other ways to add come back with Cancel or when this one is done.
+    byId('add-buttons').hidden = true;
     form.hidden = false;
     form.querySelector('input')?.focus();
   }
 
-  function finishAdding(message: string) {
+  /** The new factor is in the list: the message goes there. */
+  async function finishAdding(message: string) {
     closeForms();
-    say(message);
     opener = undefined;
+    await reload();
+    say(message, factorsTitle);
+    factorsTitle.focus();
   }
 
   for (const form of Object.values(forms)) {
@@ -285,7 +310,7 @@ export function createAccountView(api: Api, username: () => string) {
   function nameFrom(input: HTMLInputElement, fallback: string): string | undefined {
     const name = input.value.trim() || fallback;
     if (FACTOR_NAME.test(name)) return name;
-    warn('A name has 1 to 64 characters.');
+    warn('A name has 1 to 64 characters.', input);
     input.focus();
     return undefined;
   }
@@ -296,7 +321,7 @@ export function createAccountView(api: Api, username: () => string) {
     const name = nameFrom(byId<HTMLInputElement>('passkey-name'), 'Passkey');
     if (!name) return;
     if (!browserSupportsWebAuthn()) {
-      warn('This browser cannot make passkeys.');
+      warn('This browser cannot make passkeys.', forms.passkey);
       return;
     }
     void act('passkey', forms.passkey, async () => {
@@ -307,9 +332,7 @@ export function createAccountView(api: Api, username: () => string) {
       );
       const credential = await startRegistration({ optionsJSON: options });
       await api.call('PUT', 'mfa/webauthn/verify/', { body: { credential, name } });
-      finishAdding(`Passkey “${name}” added. Signing in can now use it.`);
-      await reload();
-      factorsTitle.focus();
+      await finishAdding(`Passkey “${name}” added. Signing in can now use it.`);
     });
   });
 
@@ -337,7 +360,7 @@ export function createAccountView(api: Api, username: () => string) {
     const input = byId<HTMLInputElement>('totp-code');
     const code = digitsOf(input.value);
     if (!/^\d{6}$/.test(code)) {
-      warn('Enter the 6 digits the app shows.');
+      warn('Enter the 6 digits the app shows.', input);
       input.focus();
       return;
     }
@@ -349,9 +372,7 @@ export function createAccountView(api: Api, username: () => string) {
         input.focus();
         throw error;
       }
-      finishAdding('Authenticator app added. Signing in can now use its codes.');
-      await reload();
-      factorsTitle.focus();
+      await finishAdding('Authenticator app added. Signing in can now use its codes.');
     });
   });
 
@@ -368,7 +389,7 @@ export function createAccountView(api: Api, username: () => string) {
     const input = byId<HTMLInputElement>('sms-phone');
     const phone = digitsOf(input.value).replace(/^\+/, '');
     if (!/^\d{7,15}$/.test(phone)) {
-      warn('Enter the number with its country code: 7 to 15 digits, e.g. 14155552671.');
+      warn('Enter the number with its country code: 7 to 15 digits, e.g. 14155552671.', input);
       input.focus();
       return;
     }
@@ -376,14 +397,14 @@ export function createAccountView(api: Api, username: () => string) {
       await sendSmsCode(phone);
       forms.smsStart.hidden = true;
       forms.smsVerify.hidden = false;
-      say(`Code sent to +${phone}.`);
+      say(`Code sent to +${phone}.`, forms.smsVerify);
       byId('sms-code').focus();
     });
   });
   byId('sms-resend').addEventListener('click', () =>
     act('phone', forms.smsVerify, async () => {
       await sendSmsCode(smsNumber);
-      say(`A new code was sent to +${smsNumber}.`);
+      say(`A new code was sent to +${smsNumber}.`, forms.smsVerify);
       byId('sms-code').focus();
     }),
   );
@@ -392,7 +413,7 @@ export function createAccountView(api: Api, username: () => string) {
     const input = byId<HTMLInputElement>('sms-code');
     const code = digitsOf(input.value);
     if (!/^\d{6}$/.test(code)) {
-      warn('Enter the 6 digits of the code.');
+      warn('Enter the 6 digits of the code.', input);
       input.focus();
       return;
     }
@@ -404,9 +425,7 @@ export function createAccountView(api: Api, username: () => string) {
         input.focus();
         throw error;
       }
-      finishAdding(`Phone +${smsNumber} added. Signing in can now send it codes.`);
-      await reload();
-      factorsTitle.focus();
+      await finishAdding(`Phone +${smsNumber} added. Signing in can now send it codes.`);
     });
   });
 
@@ -419,7 +438,7 @@ export function createAccountView(api: Api, username: () => string) {
       backupList.replaceChildren(...backup_codes.map((code) => el('li', {}, grouped(code))));
       backupBox.hidden = false;
       renderBackup(backup_codes.length);
-      say('New backup codes made; any earlier ones no longer work.');
+      say('New backup codes made; any earlier ones no longer work.', backupList);
       byId('backup-codes-title').focus();
     }),
   );
@@ -429,7 +448,7 @@ export function createAccountView(api: Api, username: () => string) {
       `Backup codes for ${username()} at ${location.origin}`,
       `Made ${new Date().toISOString().slice(0, 10)}. Each code signs you in once; a new set cancels these.`,
       '',
-      ...backupCodes.map(grouped),
+      ...backupCodes.map((code) => grouped(code)),
       '',
     ].join('\n');
     const url = URL.createObjectURL(new Blob([text], { type: 'text/plain;charset=utf-8' }));

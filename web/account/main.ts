@@ -20,7 +20,7 @@ const api = createApi(base, {
   },
   sessionEnded: () => {
     leaveAccount();
-    warn('Your session has ended. Sign in again.');
+    warn('Your session has ended. Sign in again.', byId('sign-in'));
   },
 });
 
@@ -55,8 +55,13 @@ signOut.addEventListener('click', () => {
   signOut.disabled = true;
   api
     .revoke(refreshToken)
-    .then(() => say('You are signed out.'))
-    .catch(() => warn('You are signed out of this page, but the service could not be told; sign out again later.'))
+    .then(() => say('You are signed out.', byId('sign-in')))
+    .catch(() =>
+      warn(
+        'You are signed out of this page, but the service could not be told; sign out again later.',
+        byId('sign-in'),
+      ),
+    )
     .finally(() => {
       signOut.disabled = false;
     });

@@ -127,7 +127,6 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
     if (stepUpSettle) {
       // The page holds one login at a time: the one replaced is ended, not left to linger.
       if (previous) api.revoke(previous).catch(() => undefined);
-      say('Thank you: you are verified.');
       leaveStepUp(true);
       return;
     }
@@ -156,8 +155,9 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
     attempt.webauthnOptions = answer.webauthn;
     passwordForm.hidden = true;
     factorForm.hidden = false;
+    clearNotices();
     renderMethod();
-    if (answer.mfa_type === 'sms') say('We sent a code to your phone by SMS.');
+    if (answer.mfa_type === 'sms') say('We sent a code to your phone by SMS.', section);
   }
 
   function renderMethod() {
@@ -219,12 +219,13 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
         if (method === 'sms') {
           say(
             'We sent a code to your phone by SMS. (If you asked in the last 30 seconds, the code already sent works.)',
+            section,
           );
         } else {
           clearNotices();
         }
       } catch (error) {
-        warn(describeError(error, 'other'));
+        warn(describeError(error, 'other'), section);
       }
     });
   }
@@ -234,7 +235,7 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
     const username = usernameInput.value.trim();
     const password = passwordInput.value;
     if (!username || !password) {
-      warn('Enter your username and your password.');
+      warn('Enter your username and your password.', section);
       (username ? passwordInput : usernameInput).focus();
       return;
     }
@@ -246,7 +247,7 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
         attempt = { username, password, extra, methods: [], method: answer.mfa_type };
         showFactorStep(answer);
       } catch (error) {
-        warn(describeError(error, 'password'));
+        warn(describeError(error, 'password'), section);
         passwordInput.select();
         passwordInput.focus();
       }
@@ -260,12 +261,12 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
     const method = current.method;
     const code = digitsOf(codeInput.value);
     if (method === 'backup' && !/^\d{12}$/.test(code)) {
-      warn('A backup code has 12 digits.');
+      warn('A backup code has 12 digits.', section);
       codeInput.focus();
       return;
     }
     if ((method === 'sms' || method === 'totp') && !/^\d{6}$/.test(code)) {
-      warn('Enter the 6 digits of the code.');
+      warn('Enter the 6 digits of the code.', section);
       codeInput.focus();
       return;
     }
@@ -294,7 +295,7 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
         if (isTokens(answer)) return finish(answer, current.username);
         showFactorStep(answer);
       } catch (error) {
-        warn(describeError(error, step));
+        warn(describeError(error, step), section);
         codeInput.value = '';
         if (!codeField.hidden) codeInput.focus();
       }
