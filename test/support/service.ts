@@ -98,7 +98,14 @@ export async function startService(options: ServiceOptions = {}) {
     dbPath,
     /** Every row of every table, as text, to search for secrets in either dialect. */
     async dumpDatabase(): Promise<string> {
-      const tables = await db.introspection.getTables();
+      // On PostgreSQL the introspection lists every schema's tables, those of other test runs
+      // sharing the server too: only this service's schema (its search_path) is its database.
+      const schemaName = schema
+        ? (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0]?.name
+        : undefined;
+      const tables = (await db.introspection.getTables()).filter(
+        (table) => schemaName === undefined || table.schema === schemaName,
+      );
       const dumps = await Promise.all(
         tables.map(async (table) => {
           const rows = await sql`select * from ${sql.table(table.name)}`.execute(db);

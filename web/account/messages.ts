@@ -73,7 +73,8 @@ function describeApiError(error: ApiError, step: Step): string {
       if (step === 'phone') return `That phone number cannot be used: ${error.description}.`;
       return `${capitalised(error.description)}.`;
     default:
-      if (error.status === 429) return `Too many attempts. Try again in ${wait}.`;
+      if (error.status === 429)
+        return `${capitalised(error.description || 'too many attempts')}. Try again in ${wait}.`;
       return `${capitalised(error.description || 'the service refused the request')}.`;
   }
 }
