@@ -125,7 +125,8 @@ async function nextTokenAnswer(): Promise<any> {
 
 describe('the account page in Chromium (CONTRACT §17)', () => {
   test('signing in with the keyboard alone: focus starts in the username, Tab moves on visibly, Enter submits', async () => {
-    await page.goto(`${stack.origin}/account/`);
+    const response = await page.goto(`${stack.origin}/account/`);
+    assert.match((await response?.allHeaders())?.['content-security-policy'] ?? '', /default-src 'self'/);
     await page.locator('#sign-in-title').waitFor();
     assert.equal(await focusedId(), 'username');
     await screenshots('sign-in');

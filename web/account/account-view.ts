@@ -254,7 +254,8 @@ export function createAccountView(api: Api, username: () => string) {
   }
 
   function renderBackup(state: BackupState) {
-    backupCreate.disabled = state === 'off';
+    // Hidden rather than disabled: a button disabled while busy is enabled again afterwards.
+    backupCreate.hidden = state === 'off';
     backupCreate.textContent =
       typeof state === 'number' && state > 0 ? 'Create new backup codes' : 'Create backup codes';
     backupSummary.textContent =

@@ -61,6 +61,8 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
   let stepUpSettle: ((done: boolean) => void) | undefined;
   /** What had focus when the re-authentication began, to go back to. */
   let focusBefore: HTMLElement | undefined;
+  /** RFC 9470 `acr_values` and `max_age` the re-authentication asks for. */
+  let stepUpExtra: Record<string, string> = {};
 
   function showPasswordStep() {
     attempt = undefined;
@@ -99,8 +101,7 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
     section.hidden = false;
     document.title = 'Confirm it is you · Account security';
     passwordInput.focus();
-    const extra = { acr_values: challenge.acrValues, max_age: challenge.maxAge };
-    passwordForm.dataset.extra = JSON.stringify(extra);
+    stepUpExtra = { acr_values: challenge.acrValues, max_age: challenge.maxAge };
     return new Promise<boolean>((resolve) => {
       stepUpSettle = resolve;
     });
@@ -109,7 +110,7 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
   function settleStepUp(done: boolean) {
     const settle = stepUpSettle;
     stepUpSettle = undefined;
-    delete passwordForm.dataset.extra;
+    stepUpExtra = {};
     settle?.(done);
   }
 
@@ -239,7 +240,7 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
       (username ? passwordInput : usernameInput).focus();
       return;
     }
-    const extra = passwordForm.dataset.extra ? (JSON.parse(passwordForm.dataset.extra) as Record<string, string>) : {};
+    const extra = stepUpExtra;
     void whileBusy(passwordForm, async () => {
       try {
         const answer = await api.tokenRequest({ grant_type: 'password', username, password, ...extra });
