@@ -16,7 +16,8 @@ const TYPE_LABELS: Record<Factor['type'], string> = {
   sms: 'SMS codes',
 };
 
-const FACTOR_NAME = /^[\x20-\x7E\u00A0-\uFFFF]{1,64}$/u;
+/** As the service checks it (FACTOR_NAME_PATTERN): 1 to 64 characters, none of them a control character. */
+const FACTOR_NAME = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]{1,64}$/u;
 
 /** Unused backup codes; 'unknown' when telling would need a fresher login; 'off' without MFA. */
 type BackupState = number | 'unknown' | 'off';
@@ -356,26 +357,36 @@ export function createAccountView(api: Api, username: () => string) {
       byId('totp-verify-title').focus();
     });
   });
-  forms.totpVerify.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const input = byId<HTMLInputElement>('totp-code');
-    const code = digitsOf(input.value);
-    if (!/^\d{6}$/.test(code)) {
-      warn('Enter the 6 digits the app shows.', input);
-      input.focus();
-      return;
-    }
-    void act('enrol_code', forms.totpVerify, async () => {
-      try {
-        await api.call('PUT', 'mfa/totp/verify/', { body: { mfa_code: code } });
-      } catch (error) {
-        input.value = '';
+  /** The last step of adding an app or a phone: the 6-digit code it shows or received proves it. */
+  function verifyWithCode(form: HTMLFormElement, inputId: string, path: string, added: () => string) {
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const input = byId<HTMLInputElement>(inputId);
+      const code = digitsOf(input.value);
+      if (!/^\d{6}$/.test(code)) {
+        warn('Enter the 6 digits of the code.', input);
         input.focus();
-        throw error;
+        return;
       }
-      await finishAdding('Authenticator app added. Signing in can now use its codes.');
+      void act('enrol_code', form, async () => {
+        try {
+          await api.call('PUT', path, { body: { mfa_code: code } });
+        } catch (error) {
+          input.value = '';
+          input.focus();
+          throw error;
+        }
+        await finishAdding(added());
+      });
     });
-  });
+  }
+
+  verifyWithCode(
+    forms.totpVerify,
+    'totp-code',
+    'mfa/totp/verify/',
+    () => 'Authenticator app added. Signing in can now use its codes.',
+  );
 
   addButtons.sms.addEventListener('click', () => open(forms.smsStart, addButtons.sms));
 
@@ -409,26 +420,12 @@ export function createAccountView(api: Api, username: () => string) {
       byId('sms-code').focus();
     }),
   );
-  forms.smsVerify.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const input = byId<HTMLInputElement>('sms-code');
-    const code = digitsOf(input.value);
-    if (!/^\d{6}$/.test(code)) {
-      warn('Enter the 6 digits of the code.', input);
-      input.focus();
-      return;
-    }
-    void act('enrol_code', forms.smsVerify, async () => {
-      try {
-        await api.call('PUT', 'mfa/sms/verify/', { body: { mfa_code: code } });
-      } catch (error) {
-        input.value = '';
-        input.focus();
-        throw error;
-      }
-      await finishAdding(`Phone +${smsNumber} added. Signing in can now send it codes.`);
-    });
-  });
+  verifyWithCode(
+    forms.smsVerify,
+    'sms-code',
+    'mfa/sms/verify/',
+    () => `Phone +${smsNumber} added. Signing in can now send it codes.`,
+  );
 
   // Backup codes: shown once, downloadable, gone from the page when put away.
 
