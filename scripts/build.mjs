@@ -1,9 +1,11 @@
 // `npm run build`: bundles the service and its commands into dist/ with esbuild. One bundle loads
 // and holds less than hundreds of separate modules (idle memory 110 → 81 MB, ready 1.35 → 0.66 s:
 // docs/PERFORMANCE.md). Native addons and pg (loaded only for PostgreSQL) stay in node_modules.
-// Types are checked by `npm run typecheck`, not here.
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+// Types are checked by `npm run typecheck`, not here. The account page (web/account/) is bundled for
+// browsers into dist/account/: see buildAccountPage below.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename, extname, join } from 'node:path';
 import { build } from 'esbuild';
 
 /** The newest modification time under `path`. */
@@ -15,7 +17,7 @@ function newest(path) {
 
 // A build newer than every input is kept as it is: a second `npm start` in the same checkout must
 // not pull dist/ from under a first one that is still loading it.
-const inputs = ['src', 'scripts/build.mjs', 'package-lock.json'];
+const inputs = ['src', 'web', 'scripts/build.mjs', 'package-lock.json'];
 if (existsSync('dist/main.js') && statSync('dist/main.js').mtimeMs > Math.max(...inputs.map(newest))) {
   process.exit(0);
 }
@@ -38,7 +40,56 @@ await build({
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   logLevel: 'warning',
 });
+await buildAccountPage(join(staging, 'account'));
 const previous = `dist.old.${process.pid}`;
 if (existsSync('dist')) renameSync('dist', previous);
 renameSync(staging, 'dist');
 rmSync(previous, { recursive: true, force: true });
+
+/**
+ * The account page: its script and style sheet bundled by esbuild, every file named by a hash of its
+ * content (served with a year-long immutable cache), and index.html written from web/account/index.html
+ * with those names and the script's Subresource Integrity hash (the HTML itself is never cached).
+ */
+async function buildAccountPage(outdir) {
+  const assets = join(outdir, 'assets');
+  const result = await build({
+    entryPoints: ['web/account/main.ts', 'web/account/style.css'],
+    outdir: assets,
+    entryNames: '[name]-[hash]',
+    bundle: true,
+    minify: true,
+    platform: 'browser',
+    format: 'esm',
+    target: 'es2022',
+    metafile: true,
+    logLevel: 'warning',
+  });
+  const named = {};
+  for (const [file, output] of Object.entries(result.metafile.outputs)) {
+    if (output.entryPoint) named[basename(output.entryPoint)] = file;
+  }
+  mkdirSync(assets, { recursive: true });
+  const icon = readFileSync('web/account/icon.svg');
+  const iconName = `icon-${hashOf(icon, 'sha256', 'hex').slice(0, 8)}.svg`;
+  writeFileSync(join(assets, iconName), icon);
+  const script = named['main.ts'];
+  const style = named['style.css'];
+  const replacements = {
+    '%SCRIPT%': `assets/${basename(script)}`,
+    '%SCRIPT_INTEGRITY%': `sha384-${hashOf(readFileSync(script), 'sha384', 'base64')}`,
+    '%STYLE%': `assets/${basename(style)}`,
+    '%STYLE_INTEGRITY%': `sha384-${hashOf(readFileSync(style), 'sha384', 'base64')}`,
+    '%ICON%': `assets/${iconName}`,
+  };
+  let html = readFileSync('web/account/index.html', 'utf8');
+  for (const [placeholder, value] of Object.entries(replacements)) html = html.replaceAll(placeholder, value);
+  writeFileSync(join(outdir, 'index.html'), html);
+  for (const file of readdirSync(assets)) {
+    if (!['.js', '.css', '.svg'].includes(extname(file))) throw new Error(`unexpected account page asset ${file}`);
+  }
+}
+
+function hashOf(content, algorithm, encoding) {
+  return createHash(algorithm).update(content).digest(encoding);
+}

@@ -11,6 +11,7 @@ import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
 import { preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
 import { createClientAddressResolver, requestIdFor } from './http/request-context.js';
+import { accountRoutes, findAccountPageDir, loadAccountPage } from './http/routes/account.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes } from './http/routes/oauth.js';
@@ -59,6 +60,8 @@ export interface AppDeps {
   logStream?: DestinationStream;
   /** Where the console SMS sink prints (default stderr). */
   consoleSmsWrite?: (line: string) => void;
+  /** The built account page's folder (default: dist/account of this checkout). */
+  accountPageDir?: string;
 }
 
 /** Paths the logger blanks, should anything ever put them in a log line. */
@@ -164,6 +167,13 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const accounts = createAccounts({ store, clock, audit });
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin(config.adminToken);
+  const accountPageDir = deps.accountPageDir ?? findAccountPageDir();
+  const accountPage = loadAccountPage(accountPageDir);
+  if (!accountPage) {
+    rootLogger.warn(
+      `the account page is not built (no ${accountPageDir}/index.html): /account/ answers 503; run npm run build`,
+    );
+  }
 
   const clientAddressOf = createClientAddressResolver(config.trustedProxies);
   app.decorateRequest('clientAddress', {
@@ -234,6 +244,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     registry,
     requireMetricsToken: createRequireMetricsToken(config.metricsToken),
   });
+  accountRoutes(app, { page: accountPage });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.ready();

@@ -509,8 +509,15 @@ describe('GET /openapi.json', () => {
     assert.ok(routes.length > 15, `the onRoute hook saw ${routes.length} routes`);
     assert.deepEqual(
       routes.filter((route) => route.isHidden).map((route) => `${route.method} ${route.url}`),
-      ['GET /openapi.json', 'HEAD /openapi.json'],
-      'only the document itself is hidden',
+      [
+        'GET /account/',
+        'HEAD /account/',
+        'GET /account/assets/:name',
+        'HEAD /account/assets/:name',
+        'GET /openapi.json',
+        'HEAD /openapi.json',
+      ],
+      'only the document itself and the account page (HTML for browsers, not API) are hidden',
     );
     const registered = documentedRoutes()
       .map((route) => `${route.method} ${openApiPath(route.url)}`)

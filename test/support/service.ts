@@ -43,6 +43,8 @@ export interface ServiceOptions {
    * release would have left it; the service then migrates it to the latest schema at start.
    */
   legacy?: { version: string; seed: (db: Kysely<any>) => Promise<void> };
+  /** Where the built account page is read from (default: this checkout's dist/account). */
+  accountPageDir?: string;
 }
 
 /**
@@ -81,7 +83,7 @@ export async function startService(options: ServiceOptions = {}) {
     await options.legacy.seed(db as unknown as Kysely<any>);
   }
   await migrateToLatest(db);
-  const app = await buildApp(config, { db, clock, logStream });
+  const app = await buildApp(config, { db, clock, logStream, accountPageDir: options.accountPageDir });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
@@ -96,7 +98,14 @@ export async function startService(options: ServiceOptions = {}) {
     dbPath,
     /** Every row of every table, as text, to search for secrets in either dialect. */
     async dumpDatabase(): Promise<string> {
-      const tables = await db.introspection.getTables();
+      // On PostgreSQL the introspection lists every schema's tables, those of other test runs
+      // sharing the server too: only this service's schema (its search_path) is its database.
+      const schemaName = schema
+        ? (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0]?.name
+        : undefined;
+      const tables = (await db.introspection.getTables()).filter(
+        (table) => schemaName === undefined || table.schema === schemaName,
+      );
       const dumps = await Promise.all(
         tables.map(async (table) => {
           const rows = await sql`select * from ${sql.table(table.name)}`.execute(db);

@@ -1,0 +1,102 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Type } from '@sinclair/typebox';
+import { ServiceError } from '../../errors.js';
+import type { App } from '../app-types.js';
+
+/** The built account page (CONTRACT §17), read once at start. */
+export interface AccountPage {
+  html: Buffer;
+  /** By file name; every name carries a hash of its content. */
+  assets: ReadonlyMap<string, { body: Buffer; contentType: string }>;
+}
+
+/**
+ * Only the page's own files run or style it: no inline script or style, no other origin. The QR
+ * code is drawn as SVG elements, so images need no `data:`; Trusted Types make any HTML-string
+ * sink (innerHTML and the like) throw, since the page builds its DOM from elements and text only.
+ */
+export const ACCOUNT_PAGE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "require-trusted-types-for 'script'",
+  "trusted-types 'none'",
+].join('; ');
+
+const SECURITY_HEADERS = {
+  'content-security-policy': ACCOUNT_PAGE_CSP,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+};
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+};
+
+/**
+ * Where `npm run build` puts the page: dist/account beside the package.json above this module, so
+ * that the bundle (dist/main.js) and the source run by tsx (src/http/routes/account.ts) find the same
+ * folder. Undefined when no package.json is above.
+ */
+export function findAccountPageDir(from: string = fileURLToPath(import.meta.url)): string | undefined {
+  for (let dir = dirname(from); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return join(dir, 'dist', 'account');
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
+/** Reads the built page from `dir`; undefined when it was not built there. */
+export function loadAccountPage(dir: string | undefined): AccountPage | undefined {
+  if (dir === undefined || !existsSync(join(dir, 'index.html'))) return undefined;
+  const assetsDir = join(dir, 'assets');
+  const assets = new Map<string, { body: Buffer; contentType: string }>();
+  for (const name of existsSync(assetsDir) ? readdirSync(assetsDir) : []) {
+    const contentType = CONTENT_TYPES[extname(name)];
+    if (contentType) assets.set(name, { body: readFileSync(join(assetsDir, name)), contentType });
+  }
+  return { html: readFileSync(join(dir, 'index.html')), assets };
+}
+
+const AssetParams = Type.Object({ name: Type.String({ maxLength: 100 }) });
+
+/** `GET /account/`: the self-service page and its static files, on the service's own origin. */
+export function accountRoutes(app: App, { page }: { page: AccountPage | undefined }) {
+  const notBuilt = () =>
+    new ServiceError('not_ready', 'the account page is not built: run `npm run build` (npm start does it)');
+
+  app.get('/account/', { schema: { hide: true } }, async (request, reply) => {
+    // The page names its files and the API relative to itself, so it must be at …/account/.
+    if (!request.url.split('?')[0]?.endsWith('/')) return reply.redirect('account/', 308);
+    if (!page) throw notBuilt();
+    // no-cache: the HTML names the current hashed files, so it is checked on every visit.
+    return reply
+      .headers({ ...SECURITY_HEADERS, 'cache-control': 'no-cache', 'content-type': 'text/html; charset=utf-8' })
+      .send(page.html);
+  });
+
+  app.get('/account/assets/:name', { schema: { hide: true, params: AssetParams } }, async (request, reply) => {
+    if (!page) throw notBuilt();
+    const asset = page.assets.get(request.params.name);
+    if (!asset) throw new ServiceError('not_found', 'the account page has no such file');
+    // Named by their content: a changed file gets a new name, so a year-long cache is safe.
+    return reply
+      .headers({
+        ...SECURITY_HEADERS,
+        'cache-control': 'public, max-age=31536000, immutable',
+        'content-type': asset.contentType,
+      })
+      .send(asset.body);
+  });
+}

@@ -1,0 +1,401 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { decodeJwt } from 'jose';
+import { generate } from 'lean-qr';
+import { toSvgPath } from 'lean-qr/extras/svg';
+import * as OTPAuth from 'otpauth';
+import type { Browser, BrowserContext, CDPSession, ConsoleMessage, Page } from 'playwright-core';
+import { otpauthUri } from '../../src/mfa/factors/totp.js';
+import { launchChromium, screenshotDir, startServiceOnLocalhost } from '../support/browser.js';
+import { nextPhone, type Service } from '../support/service.js';
+
+// The account page in Debian's Chromium, as a person uses it: one person's whole journey, step by
+// step (each test goes on from where the one before left the page). Passkeys are made and used by
+// Chromium's virtual authenticator (CDP WebAuthn domain); authenticator-app codes are computed from
+// the key the page shows; SMS codes come from the fake Twilio.
+
+const USERNAME = 'alice';
+const PASSWORD = 'correct horse battery';
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 375, height: 812 };
+
+let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let service: Service;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let cdp: CDPSession;
+let authenticatorId: string;
+/** Console errors and page errors other than the API's expected 4xx answers. */
+const problems: string[] = [];
+let totp: OTPAuth.TOTP;
+const smsPhone = nextPhone();
+
+before(async () => {
+  stack = await startServiceOnLocalhost();
+  service = stack.service;
+  await service.createUser(USERNAME, PASSWORD);
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC', acceptDownloads: true });
+  page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !isExpectedApiRefusal(message)) problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  }));
+});
+
+after(async () => {
+  await browser?.close();
+  await stack?.close();
+});
+
+/** Chromium logs every 4xx a fetch gets; the API's (a wrong code, a step-up) are part of the flow. */
+function isExpectedApiRefusal(message: ConsoleMessage): boolean {
+  const url = message.location().url;
+  return (
+    /the server responded with a status of 4\d\d/.test(message.text()) &&
+    new URL(url, stack.origin).pathname.startsWith('/mfa/')
+  );
+}
+
+/** Waits until `text` is announced (live region status or alert) and shown beside what it is about. */
+async function notice(kind: 'status' | 'alert', text: string | RegExp) {
+  await page.locator(`#${kind}`, { hasText: text }).waitFor({ state: 'attached' });
+  await page
+    .locator(kind === 'alert' ? '.notice.notice-error' : '.notice:not(.notice-error)', { hasText: text })
+    .waitFor();
+}
+
+function button(name: string | RegExp) {
+  return page.getByRole('button', { name, exact: typeof name === 'string' });
+}
+
+function factorItem(name: string) {
+  return page.locator('#factor-list > li', { has: page.locator('.factor-name', { hasText: name }) });
+}
+
+/** The id of the focused element. */
+function focusedId(): Promise<string> {
+  return page.evaluate<string>('document.activeElement?.id ?? ""');
+}
+
+/** Waits until the element with this id has the focus (the page moves it after an answer arrives). */
+async function focusMovesTo(id: string) {
+  // A locator, not waitForFunction: the page's CSP forbids the eval that one needs.
+  await page.locator(`#${id}:focus`).waitFor();
+}
+
+/** The authenticator app's code at the service's now (the test clock). */
+function appCode(): string {
+  return totp.generate({ timestamp: service.clock.now().getTime() });
+}
+
+/**
+ * A full-page screenshot at desktop and phone widths, into docs/screenshots/ (the README links
+ * them); at 375 px nothing may be wider than the screen.
+ */
+async function screenshots(name: string) {
+  await page.screenshot({ path: join(screenshotDir(), `${name}-desktop.png`), fullPage: true });
+  await page.setViewportSize(PHONE);
+  const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+  assert.ok(overflow <= 0, `${name}: the page is ${overflow} px wider than a 375 px screen`);
+  await page.screenshot({ path: join(screenshotDir(), `${name}-phone.png`), fullPage: true });
+  await page.setViewportSize(DESKTOP);
+}
+
+/** The token endpoint's next answer, parsed. */
+async function nextTokenAnswer(): Promise<any> {
+  const response = await page.waitForResponse((candidate) => candidate.url().endsWith('/mfa/oauth2/token/'));
+  return response.json();
+}
+
+describe('the account page in Chromium (CONTRACT §17)', () => {
+  test('signing in with the keyboard alone: focus starts in the username, Tab moves on visibly, Enter submits', async () => {
+    const response = await page.goto(`${stack.origin}/account/`);
+    assert.match((await response?.allHeaders())?.['content-security-policy'] ?? '', /default-src 'self'/);
+    await page.locator('#sign-in-title').waitFor();
+    assert.equal(await focusedId(), 'username');
+    await screenshots('sign-in');
+
+    await page.keyboard.type(USERNAME);
+    await page.keyboard.press('Tab');
+    assert.equal(await focusedId(), 'password');
+    const outline = await page.evaluate<string>('getComputedStyle(document.activeElement).outlineStyle');
+    assert.notEqual(outline, 'none', 'the focused field shows it');
+    await page.keyboard.type('wrong password');
+    await page.keyboard.press('Enter');
+    await notice('alert', 'The username or password is wrong.');
+    assert.equal(await focusedId(), 'password', 'focus stays on the password to try again');
+
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate<string>('document.activeElement?.textContent ?? ""'), 'Continue');
+    await page.keyboard.press('Enter');
+    await focusMovesTo('account-title');
+    await page.getByText('Two-step verification is off').waitFor();
+    assert.equal(await page.locator('#who-name').textContent(), USERNAME);
+  });
+
+  test('the tokens are held in memory only: no storage, no cookies', async () => {
+    assert.equal(await page.evaluate<number>('localStorage.length + sessionStorage.length'), 0);
+    assert.deepEqual(await context.cookies(), []);
+  });
+
+  test('adding an authenticator app shows the key as a QR code and as text; a code computed from it turns MFA on', async () => {
+    await button('Add an authenticator app').click();
+    assert.equal(await focusedId(), 'totp-name');
+    await page.locator('#totp-name').fill('Phone');
+    await page.keyboard.press('Enter');
+    await page.locator('#totp-qr svg').waitFor();
+    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s/g, '');
+    assert.match(secret, /^[A-Z2-7]{32}$/);
+    // The QR code holds the otpauth URI for this key: the same modules lean-qr draws for it here.
+    const drawn = await page.locator('#totp-qr svg path').getAttribute('d');
+    assert.equal(drawn, toSvgPath(generate(otpauthUri('MFA', USERNAME, secret))));
+    await screenshots('add-authenticator-app');
+
+    totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    await page.locator('#totp-code').fill(appCode());
+    await page.keyboard.press('Enter');
+    await notice('status', 'Authenticator app added');
+    await factorItem('Phone').locator('.badge', { hasText: 'Default' }).waitFor();
+    await page.getByText('Two-step verification is on').waitFor();
+  });
+
+  test('adding a passkey now asks to confirm it is you (password, then the app); Chromium’s authenticator makes it', async () => {
+    await button('Add a passkey').click();
+    await page.locator('#passkey-name').fill('Laptop');
+    await page.keyboard.press('Enter');
+    // The password-only login is too weak to add a factor while MFA is on: RFC 9470 step-up.
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    assert.equal(await focusedId(), 'password');
+    assert.equal(await page.locator('#username').inputValue(), USERNAME);
+    assert.equal(await page.locator('#username').getAttribute('readonly'), '');
+    await screenshots('confirm-it-is-you');
+
+    await page.keyboard.type(PASSWORD);
+    const passwordStep = nextTokenAnswer();
+    await page.keyboard.press('Enter');
+    assert.equal((await passwordStep).mfa_type, 'totp');
+    await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
+    assert.equal(await focusedId(), 'code');
+    service.clock.advance(30); // the code of the step the app was enrolled with is never accepted again
+    await page.keyboard.type(appCode());
+    await page.keyboard.press('Enter');
+
+    await notice('status', 'Passkey “Laptop” added');
+    await factorItem('Laptop').waitFor();
+    assert.equal(await page.locator('#sign-in').isHidden(), true);
+    const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
+    assert.equal(credentials.length, 1, 'the virtual authenticator holds the new passkey');
+  });
+
+  test('making the passkey the default and renaming the app need no new confirmation right after it', async () => {
+    await button('Make default “Laptop”').click();
+    await notice('status', '“Laptop” is now your default');
+    await factorItem('Laptop').locator('.badge', { hasText: 'Default' }).waitFor();
+
+    await button('Rename “Phone”').click();
+    assert.equal(await focusedId(), `name-${await factorItem('Phone').getAttribute('data-factor-id')}`);
+    await page.keyboard.press('ControlOrMeta+a');
+    await page.keyboard.type('Old phone');
+    await page.keyboard.press('Enter');
+    await notice('status', 'Renamed to “Old phone”');
+    await factorItem('Old phone').waitFor();
+    await screenshots('account');
+  });
+
+  test('signing out revokes the login: its refresh token no longer refreshes', async () => {
+    const revocation = page.waitForRequest((request) => request.url().endsWith('/mfa/oauth2/revoke/'));
+    await button('Sign out').click();
+    const refreshToken = new URLSearchParams((await revocation).postData() ?? '').get('token') ?? '';
+    await notice('status', 'You are signed out.');
+    await page.locator('#sign-in-title').waitFor();
+    assert.equal(await focusedId(), 'username');
+    const refused = await service.call('/mfa/oauth2/token/', {
+      method: 'POST',
+      body: { grant_type: 'refresh_token', refresh_token: refreshToken },
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(((await refused.json()) as { error: string }).error, 'invalid_grant');
+  });
+
+  test('signing in again asks for the passkey, the default, offering the others; the passkey signs in (amr hwk)', async () => {
+    await page.locator('#username').fill(USERNAME);
+    await page.locator('#password').fill(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Second step: your passkey' }).waitFor();
+    await button('Use your authenticator app').waitFor();
+    await button('Use a backup code').waitFor();
+    await screenshots('second-step');
+
+    const tokens = nextTokenAnswer();
+    await button('Use my passkey').click();
+    assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'hwk']);
+    await page.locator('#account-title').waitFor();
+    assert.doesNotMatch((await factorItem('Laptop').locator('.factor-dates').textContent()) ?? '', /Last used never/);
+  });
+
+  test('removing a factor after 10 minutes asks to confirm it is you again (with the passkey), then removes it', async () => {
+    service.clock.advance(601);
+    await button('Remove “Old phone”').click();
+    await button('Yes, remove it').click();
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await button('Use my passkey').click();
+    await notice('status', 'Removed “Old phone”.');
+    await factorItem('Laptop').waitFor();
+    // The list is the service's answer to GET /mfa/factors/ after the removal.
+    assert.deepEqual(await page.locator('#factor-list .factor-name').allTextContents(), ['Laptop']);
+  });
+
+  test('cancelling the confirmation changes nothing, and says so', async () => {
+    service.clock.advance(601);
+    await button('Remove “Laptop”').click();
+    await button('Yes, remove it').click();
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await button('Cancel').click();
+    await notice('alert', 'Nothing was changed');
+    await factorItem('Laptop').waitFor();
+  });
+
+  test('backup codes are shown once, with a download as a text file; one of them signs in', async () => {
+    await button('Create backup codes').click();
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await button('Use my passkey').click();
+    await page.locator('#backup-codes li').nth(9).waitFor();
+    const shown = (await page.locator('#backup-codes li').allTextContents()).map((code) => code.replace(/\s/g, ''));
+    assert.equal(shown.length, 10);
+    for (const code of shown) assert.match(code, /^\d{12}$/);
+    await screenshots('backup-codes');
+
+    const [download] = await Promise.all([page.waitForEvent('download'), button('Download as a text file').click()]);
+    assert.equal(download.suggestedFilename(), 'backup-codes.txt');
+    const file = readFileSync((await download.path()) ?? '', 'utf8');
+    for (const code of shown) assert.ok(file.replace(/ /g, '').includes(code), `the file holds ${code}`);
+
+    await button('I have saved them').click();
+    assert.equal(await page.locator('#backup-codes li').count(), 0, 'the codes are gone from the page');
+    await page.getByText('You have 10 unused backup codes').waitFor();
+
+    await button('Sign out').click();
+    await notice('status', 'You are signed out.');
+    await page.locator('#username').fill(USERNAME);
+    await page.locator('#password').fill(PASSWORD);
+    await page.keyboard.press('Enter');
+    await button('Use a backup code').click();
+    assert.equal(await focusedId(), 'code');
+    await page.keyboard.type('0000 0000 0000');
+    await page.keyboard.press('Enter');
+    await notice('alert', 'That backup code is wrong or was already used.');
+    await page.keyboard.type(shown[0] ?? '');
+    await page.keyboard.press('Enter');
+    await page.locator('#account-title').waitFor();
+    await page.getByText('You have 9 unused backup codes').waitFor();
+  });
+
+  test('adding a phone: a wrong code and an early resend get clear messages; the right code adds it', async () => {
+    const phone = smsPhone;
+    await button('Add a phone for SMS codes').click();
+    await page
+      .locator('#sms-phone')
+      .fill(`+${phone.slice(0, 1)} ${phone.slice(1, 4)} ${phone.slice(4, 7)} ${phone.slice(7)}`);
+    await page.keyboard.press('Enter');
+    await notice('status', `Code sent to +${phone}.`);
+    assert.equal(await focusedId(), 'sms-code');
+    const code = service.twilio.lastCodeFor(`+${phone}`);
+    await page.keyboard.type(code === '000000' ? '111111' : '000000');
+    await page.keyboard.press('Enter');
+    await notice('alert', 'That code is wrong, expired or already used.');
+    await button('Send a new code').click();
+    await notice('alert', /A code was sent moments ago\. You can ask for another in \d+ seconds/);
+    await page.locator('#sms-code').fill(code);
+    await page.keyboard.press('Enter');
+    await notice('status', `Phone +${phone} added.`);
+    await factorItem('SMS')
+      .locator('.factor-type', { hasText: `ending ${phone.slice(-4)}` })
+      .waitFor();
+  });
+
+  test('an expired access token is refreshed behind the scenes', async () => {
+    service.clock.advance(901);
+    const refresh = page.waitForRequest(
+      (request) => request.url().endsWith('/mfa/oauth2/token/') && (request.postData() ?? '').includes('refresh_token'),
+    );
+    await button('Rename “SMS”').click();
+    await page.keyboard.press('ControlOrMeta+a');
+    await page.keyboard.type('Work phone');
+    await page.keyboard.press('Enter');
+    await refresh;
+    await notice('status', 'Renamed to “Work phone”');
+  });
+
+  test('signing in with a code sent by SMS, chosen instead of the default passkey', async () => {
+    const phone = smsPhone;
+    await button('Sign out').click();
+    await page.locator('#username').fill(USERNAME);
+    await page.locator('#password').fill(PASSWORD);
+    await page.keyboard.press('Enter');
+    await button('Text a code to my phone').click();
+    await notice('status', 'We sent a code to your phone by SMS.');
+    await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
+    assert.equal(await focusedId(), 'code');
+    const tokens = nextTokenAnswer();
+    await page.keyboard.type(service.twilio.lastCodeFor(`+${phone}`));
+    await page.keyboard.press('Enter');
+    assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'sms']);
+    await page.locator('#account-title').waitFor();
+  });
+
+  test('too many wrong codes: the page says how long to wait', async () => {
+    await button('Sign out').click();
+    await page.locator('#username').fill(USERNAME);
+    await page.locator('#password').fill(PASSWORD);
+    await page.keyboard.press('Enter');
+    await button('Use a backup code').click();
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      await page.locator('#code').fill(`11112222333${attempt}`);
+      await page.keyboard.press('Enter');
+      await notice('alert', 'That backup code is wrong');
+      await page.locator('#factor-submit:not([disabled])').waitFor();
+    }
+    await page.locator('#code').fill('111122223339');
+    await page.keyboard.press('Enter');
+    await notice('alert', 'Too many wrong codes. Try again in 1 minute.');
+  });
+
+  test('no CSP violation, console error or script error in the whole journey', () => {
+    assert.deepEqual(problems, []);
+  });
+
+  test('the CSP is enforced: an injected inline script does not run', async () => {
+    const probe = await context.newPage();
+    const messages: string[] = [];
+    probe.on('console', (message) => messages.push(message.text()));
+    await probe.goto(`${stack.origin}/account/`);
+    await probe.addScriptTag({ content: 'window.inlineRan = true;' }).catch(() => undefined);
+    assert.equal(await probe.evaluate<boolean>('window.inlineRan === true'), false);
+    assert.ok(
+      messages.some((message) => /Content Security Policy|TrustedScript/.test(message)),
+      `Chromium reports the refusal: ${JSON.stringify(messages)}`,
+    );
+    await probe.close();
+  });
+});

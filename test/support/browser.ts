@@ -1,0 +1,83 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium } from 'playwright-core';
+import { type Service, type ServiceOptions, startService } from './service.js';
+import { startTcpProxy } from './tcp-proxy.js';
+
+/** Debian's Chromium: the browser the page is tested in. */
+export const CHROMIUM = '/usr/bin/chromium';
+
+const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Installs Debian's chromium package when it is missing, so a fresh machine runs these tests too. */
+export function ensureChromium(): void {
+  if (existsSync(CHROMIUM)) return;
+  const apt = (...args: string[]) =>
+    spawnSync('apt-get', args, {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+  let install = apt('install', '-y', 'chromium');
+  if (install.status !== 0) {
+    // A fresh machine may have no package lists yet.
+    apt('update');
+    install = apt('install', '-y', 'chromium');
+  }
+  if (install.status !== 0 || !existsSync(CHROMIUM)) {
+    throw new Error(`apt-get install chromium failed:\n${install.stderr || install.error?.message}`);
+  }
+}
+
+/** `npm run build` (a no-op when dist/ is newer than its sources): the page is served from dist/account. */
+export function ensureBuilt(): void {
+  const build = spawnSync(process.execPath, ['scripts/build.mjs'], { encoding: 'utf8' });
+  if (build.status !== 0) throw new Error(`npm run build failed:\n${build.stderr}`);
+}
+
+/** Chromium, headless; Playwright gives each launch a fresh profile (user-data-dir) and deletes it on close. */
+export async function launchChromium(): Promise<Browser> {
+  ensureChromium();
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+}
+
+/**
+ * The service with ISSUER http://localhost:<port>, a secure context for WebAuthn whose RP ID is
+ * `localhost`. The port must be known before the service starts (ISSUER names it), so a proxy
+ * listens on it and forwards to wherever the service ends up listening.
+ */
+export async function startServiceOnLocalhost(
+  options: ServiceOptions = {},
+): Promise<{ service: Service; origin: string; close(): Promise<void> }> {
+  ensureBuilt();
+  const upstream = { host: '127.0.0.1', port: 0 };
+  const proxy = await startTcpProxy(upstream);
+  const origin = `http://localhost:${proxy.port}`;
+  const service = await startService({ ...options, env: { ISSUER: origin, ...options.env } });
+  upstream.port = Number(new URL(service.url).port);
+  return {
+    service,
+    origin,
+    async close() {
+      await service.close();
+      await proxy.cut();
+    },
+  };
+}
+
+/** docs/screenshots/, which the README links to. */
+export function screenshotDir(): string {
+  const dir = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}

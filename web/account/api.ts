@@ -1,0 +1,210 @@
+// The service's API as the page uses it. The tokens live in this module's memory only (no storage,
+// no cookies): closing or reloading the tab ends the page's hold on the login.
+
+/** An error answer `{error, error_description}`, with its status and any `Retry-After`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly description: string,
+    readonly retryAfterSeconds?: number,
+    readonly headers?: Headers,
+  ) {
+    super(`${code}: ${description}`);
+  }
+}
+
+/** The person gave up a step the call needed (the re-authentication); nothing was changed. */
+export class Cancelled extends Error {}
+
+/** The login ended (revoked, expired, or replaced): the person must sign in again. */
+export class SessionEnded extends Error {}
+
+export interface Tokens {
+  access_token: string;
+  refresh_token: string;
+}
+
+export type FactorType = 'sms' | 'totp' | 'webauthn';
+
+export interface MfaRequired {
+  mfa_required: true;
+  mfa_type: FactorType;
+  mfa_types?: FactorType[];
+  webauthn?: Record<string, unknown>;
+}
+
+export interface Factor {
+  id: string;
+  type: FactorType;
+  name: string;
+  is_default: boolean;
+  created_at: string;
+  last_used_at: string | null;
+  phone_number?: string;
+}
+
+/** What RFC 9470's challenge asks of a new login. */
+export interface StepUpChallenge {
+  acrValues: string;
+  maxAge: string;
+}
+
+export interface ApiHooks {
+  /** Re-authenticates (RFC 9470 step-up): true with new tokens installed, false when the person cancels. */
+  stepUp(challenge: StepUpChallenge): Promise<boolean>;
+  /** The login cannot go on (the refresh token was refused too). */
+  sessionEnded(): void;
+}
+
+const TOKEN_PATH = 'mfa/oauth2/token/';
+const REVOCATION_PATH = 'mfa/oauth2/revoke/';
+
+/** The page is served at <base>/account/: the API is at <base>/mfa/…, on the same origin. */
+export function createApi(base: URL, hooks: ApiHooks) {
+  let tokens: Tokens | undefined;
+  /** One refresh at a time: two would spend one refresh token twice, which revokes the login. */
+  let refreshing: Promise<void> | undefined;
+
+  async function send(path: string, init: RequestInit): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await fetch(new URL(path, base), { ...init, cache: 'no-store', credentials: 'omit' });
+    } catch {
+      throw new ApiError(0, 'network_error', 'the service could not be reached');
+    }
+    const text = await response.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    if (response.ok) return body;
+    const fields = (body ?? {}) as { error?: unknown; error_description?: unknown };
+    const retryAfter = Number(response.headers.get('retry-after'));
+    throw new ApiError(
+      response.status,
+      typeof fields.error === 'string' ? fields.error : `http_${response.status}`,
+      typeof fields.error_description === 'string' ? fields.error_description : response.statusText,
+      Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+      response.headers,
+    );
+  }
+
+  /** POST the token endpoint (JSON body): tokens, or the second step it asks for. */
+  async function tokenRequest(fields: Record<string, unknown>): Promise<Tokens | MfaRequired> {
+    return (await send(TOKEN_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(fields),
+    })) as Tokens | MfaRequired;
+  }
+
+  async function refresh(): Promise<void> {
+    const current = tokens;
+    if (!current) throw new SessionEnded();
+    try {
+      const answer = await tokenRequest({ grant_type: 'refresh_token', refresh_token: current.refresh_token });
+      if (!('access_token' in answer)) throw new SessionEnded();
+      if (tokens === current) tokens = answer;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 0) throw error;
+      if (tokens === current) tokens = undefined;
+      hooks.sessionEnded();
+      throw new SessionEnded();
+    }
+  }
+
+  /**
+   * An authenticated call. An expired access token is refreshed once; RFC 9470's
+   * `insufficient_user_authentication` sends the person through the step-up, then the call is
+   * made again (unless `stepUp` is false: then it is thrown like any other error).
+   */
+  async function call<T>(method: string, path: string, options: { body?: unknown; stepUp?: boolean } = {}): Promise<T> {
+    let refreshed = false;
+    let steppedUp = false;
+    for (;;) {
+      const used = tokens;
+      if (!used) throw new SessionEnded();
+      try {
+        return (await send(path, {
+          method,
+          headers: {
+            authorization: `Bearer ${used.access_token}`,
+            ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          body: options.body === undefined ? undefined : JSON.stringify(options.body),
+        })) as T;
+      } catch (error) {
+        if (!(error instanceof ApiError)) throw error;
+        if (error.code === 'invalid_token' && !refreshed) {
+          refreshed = true;
+          // Another call may have refreshed meanwhile: then only retry with its tokens.
+          if (tokens === used) {
+            refreshing ??= refresh().finally(() => {
+              refreshing = undefined;
+            });
+            await refreshing;
+          }
+          continue;
+        }
+        if (error.code === 'invalid_token') {
+          tokens = undefined;
+          hooks.sessionEnded();
+          throw new SessionEnded();
+        }
+        if (error.code === 'insufficient_user_authentication' && options.stepUp !== false && !steppedUp) {
+          steppedUp = true;
+          if (!(await hooks.stepUp(stepUpChallengeOf(error.headers)))) throw new Cancelled();
+          continue;
+        }
+        throw error;
+      }
+    }
+  }
+
+  /** RFC 7009: revokes the login's refresh token (and so the login); the public client needs no credentials. */
+  async function revoke(refreshToken: string): Promise<void> {
+    await send(REVOCATION_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: refreshToken, token_type_hint: 'refresh_token' }).toString(),
+    });
+  }
+
+  return {
+    tokenRequest,
+    call,
+    revoke,
+    get isSignedIn() {
+      return tokens !== undefined;
+    },
+    /** Installs the tokens of a new login; answers the refresh token of the login it replaces. */
+    useTokens(next: Tokens): string | undefined {
+      const previous = tokens?.refresh_token;
+      tokens = { access_token: next.access_token, refresh_token: next.refresh_token };
+      return previous;
+    },
+    /** Forgets the tokens; answers the refresh token, so the caller can revoke it. */
+    forgetTokens(): string | undefined {
+      const previous = tokens?.refresh_token;
+      tokens = undefined;
+      return previous;
+    },
+  };
+}
+
+export type Api = ReturnType<typeof createApi>;
+
+/** `WWW-Authenticate: Bearer error="insufficient_user_authentication", acr_values="aal2", max_age=600`. */
+function stepUpChallengeOf(headers: Headers | undefined): StepUpChallenge {
+  const header = headers?.get('www-authenticate') ?? '';
+  const acrValues = /acr_values="([^"]*)"/.exec(header)?.[1] || 'aal2';
+  const maxAge = /max_age="?(\d+)"?/.exec(header)?.[1] ?? '600';
+  return { acrValues, maxAge };
+}
+
+export function isTokens(answer: Tokens | MfaRequired): answer is Tokens {
+  return 'access_token' in answer;
+}
