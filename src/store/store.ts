@@ -12,6 +12,7 @@ import * as signingKeys from './signing-keys.js';
 import * as smsQuota from './sms-quota.js';
 import * as throttle from './throttle.js';
 import * as users from './users.js';
+import * as webhooks from './webhooks.js';
 
 type Repository = Record<string, (db: Executor, ...args: never[]) => unknown>;
 type Bound<R extends Repository> = {
@@ -40,6 +41,7 @@ export interface Store {
   backupCodes: Bound<typeof backupCodes>;
   throttle: Bound<typeof throttle>;
   securityEvents: Bound<typeof securityEvents>;
+  webhooks: Bound<typeof webhooks>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -57,6 +59,7 @@ export function createStore(db: Executor): Store {
     backupCodes: bind(backupCodes, db),
     throttle: bind(throttle, db),
     securityEvents: bind(securityEvents, db),
+    webhooks: bind(webhooks, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),
