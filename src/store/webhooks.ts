@@ -105,11 +105,12 @@ export async function insertDeliveries(db: Executor, deliveries: NewDelivery[]):
  * Claims up to `limit` due deliveries until `leaseUntil` and records an attempt (`pending`) for
  * each. One conditional update settles races between workers: PostgreSQL's SKIP LOCKED lets
  * them pass each other's rows by; SQLite runs one writer at a time. An attempt left `pending` by
- * a worker that died is marked failed when its delivery is claimed again.
+ * a worker that died is marked failed when its delivery is claimed again. `exceptIds`: deliveries
+ * the caller is still attempting, whatever their lease says.
  */
 export async function claimDueDeliveries(
   db: Executor,
-  claim: { now: Date; leaseUntil: Date; limit: number },
+  claim: { now: Date; leaseUntil: Date; limit: number; exceptIds?: string[] },
 ): Promise<ClaimedDelivery[]> {
   const now = claim.now.toISOString();
   // A read first: idle polls then take no write lock (SQLite has one for the whole file).
@@ -128,6 +129,7 @@ export async function claimDueDeliveries(
     .select('id')
     .where('status', '=', 'pending')
     .where('due_at', '<=', now)
+    .$if((claim.exceptIds?.length ?? 0) > 0, (query) => query.where('id', 'not in', claim.exceptIds ?? []))
     .orderBy('due_at')
     .limit(claim.limit);
   if (db.getExecutor().adapter instanceof PostgresAdapter) candidates = candidates.forUpdate().skipLocked();

@@ -53,7 +53,8 @@ export interface DeliveryWorkerDeps {
 export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
   const { store, clock, sealingKey, allowPrivate, metrics, log } = deps;
   const pollIntervalMs = deps.pollIntervalMs ?? 500;
-  const inFlight = new Set<Promise<void>>();
+  /** The attempts under way, by delivery id. */
+  const inFlight = new Map<string, Promise<void>>();
   const stopping = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let polling: Promise<void> | undefined;
@@ -80,6 +81,8 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
           now,
           leaseUntil: new Date(now.getTime() + LEASE_SECONDS * 1000),
           limit: room,
+          // Never two attempts at once from one node, even if the clock has passed its lease.
+          exceptIds: [...inFlight.keys()],
         });
         if (isFailing) log.info('webhook outbox readable again');
         isFailing = false;
@@ -90,8 +93,10 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
       }
     }
     for (const delivery of claimed) {
-      const running: Promise<void> = deliver(delivery).finally(() => inFlight.delete(running));
-      inFlight.add(running);
+      inFlight.set(
+        delivery.id,
+        deliver(delivery).finally(() => inFlight.delete(delivery.id)),
+      );
     }
     schedule(claimed.length > 0 && claimed.length === room ? 0 : pollIntervalMs);
   }
@@ -197,12 +202,12 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
       await polling;
       const grace = new AbortController();
       await Promise.race([
-        Promise.allSettled(inFlight),
+        Promise.allSettled(inFlight.values()),
         sleep(STOP_GRACE_MS, undefined, { signal: grace.signal }).catch(() => {}),
       ]);
       grace.abort();
       stopping.abort();
-      await Promise.allSettled(inFlight);
+      await Promise.allSettled(inFlight.values());
     },
   };
 }
