@@ -30,8 +30,8 @@ const HOUR_MS = 3_600_000;
 
 /**
  * The security events kept in the database: time, user, client address and outcome, never a
- * secret. Those that are webhook events also go to the outbox. Events older than `retentionDays`
- * are deleted (by each node, at most once an hour).
+ * secret. Those that are webhook events also go to the outbox. Events older than `retentionDays`,
+ * and the finished deliveries of such events, are deleted (by each node, at most once an hour).
  */
 export function createAuditTrail({
   store,
@@ -66,7 +66,9 @@ export function createAuditTrail({
     await (webhookType ? tx.transaction(write) : write(tx));
     if (now.getTime() - prunedAt >= HOUR_MS) {
       prunedAt = now.getTime();
-      await tx.securityEvents.deleteSecurityEventsBefore(new Date(now.getTime() - retentionDays * 24 * HOUR_MS));
+      const cutoff = new Date(now.getTime() - retentionDays * 24 * HOUR_MS);
+      await tx.securityEvents.deleteSecurityEventsBefore(cutoff);
+      await tx.webhooks.deleteFinishedDeliveriesBefore(cutoff);
     }
   }
 

@@ -43,6 +43,7 @@ export interface DeliveryAttempt {
   attemptedAt?: Date;
 }
 
+/** Adds an endpoint; its secret must already be sealed. */
 export async function insertEndpoint(db: Executor, endpoint: WebhookEndpoint): Promise<void> {
   await db
     .insertInto('webhook_endpoint')
@@ -267,6 +268,15 @@ export async function listDeliveryAttempts(
       attemptedAt: new Date(row.attempted_at),
     })),
   ].slice(0, limit);
+}
+
+/** Deletes the deliveries done (succeeded or given up) of events made before `cutoff`, with their attempts. */
+export async function deleteFinishedDeliveriesBefore(db: Executor, cutoff: Date): Promise<void> {
+  await db
+    .deleteFrom('webhook_delivery')
+    .where('status', '!=', 'pending')
+    .where('created_at', '<', cutoff.toISOString())
+    .execute();
 }
 
 /** How many deliveries are not yet done, and when the oldest of them was made (undefined: none). */

@@ -8,48 +8,19 @@ import { ServiceError } from '../errors.js';
  * behind us, and the cloud metadata service (link-local), which a URL chosen by whoever holds the
  * admin token could otherwise reach (SSRF). IPv4-mapped IPv6 addresses meet the IPv4 rules.
  */
-const KINDS: [string, [string, number, 'ipv4' | 'ipv6'][]][] = [
-  [
-    'loopback',
-    [
-      ['127.0.0.0', 8, 'ipv4'],
-      ['::1', 128, 'ipv6'],
-    ],
-  ],
-  [
-    'private',
-    [
-      ['10.0.0.0', 8, 'ipv4'],
-      ['172.16.0.0', 12, 'ipv4'],
-      ['192.168.0.0', 16, 'ipv4'],
-      ['100.64.0.0', 10, 'ipv4'],
-      ['fc00::', 7, 'ipv6'],
-    ],
-  ],
-  [
-    'link-local',
-    [
-      ['169.254.0.0', 16, 'ipv4'],
-      ['fe80::', 10, 'ipv6'],
-    ],
-  ],
-  [
-    'reserved',
-    [
-      ['0.0.0.0', 8, 'ipv4'],
-      ['192.0.0.0', 24, 'ipv4'],
-      ['198.18.0.0', 15, 'ipv4'],
-      ['224.0.0.0', 4, 'ipv4'],
-      ['240.0.0.0', 4, 'ipv4'],
-      ['::', 128, 'ipv6'],
-      ['ff00::', 8, 'ipv6'],
-    ],
-  ],
-];
+const KINDS: Record<string, string[]> = {
+  loopback: ['127.0.0.0/8', '::1/128'],
+  private: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7'],
+  'link-local': ['169.254.0.0/16', 'fe80::/10'],
+  reserved: ['0.0.0.0/8', '192.0.0.0/24', '198.18.0.0/15', '224.0.0.0/4', '240.0.0.0/4', '::/128', 'ff00::/8'],
+};
 
-const BLOCKS = KINDS.map(([kind, ranges]) => {
+const BLOCKS = Object.entries(KINDS).map(([kind, ranges]) => {
   const list = new BlockList();
-  for (const [network, prefix, family] of ranges) list.addSubnet(network, prefix, family);
+  for (const range of ranges) {
+    const [network = '', prefix] = range.split('/');
+    list.addSubnet(network, Number(prefix), isIP(network) === 6 ? 'ipv6' : 'ipv4');
+  }
   return { kind, list };
 });
 

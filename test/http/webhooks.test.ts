@@ -415,3 +415,29 @@ describe('deliveries (Standard Webhooks)', () => {
     }
   });
 });
+
+describe('retention', () => {
+  test('finished deliveries go with their events after AUDIT_RETENTION_DAYS', async () => {
+    const shortMemory = await startService({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', AUDIT_RETENTION_DAYS: '1' } });
+    try {
+      const created = await expectStatus(
+        shortMemory.call('/admin/webhooks', {
+          method: 'POST',
+          token: ADMIN_TOKEN,
+          body: { url: `${receiver.url}/retention`, events: ['mfa.reset_by_operator'] },
+        }),
+        201,
+      );
+      const log = () =>
+        expectStatus(shortMemory.call(`/admin/webhooks/${created.id}/deliveries`, { token: ADMIN_TOKEN }), 200);
+      const userId = await shortMemory.createUser('short-memory', PASSWORD);
+      await expectStatus(shortMemory.call(`/admin/users/${userId}/mfa`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+      await eventually(async () => (await log()).deliveries.some((line: any) => line.status === 'succeeded'));
+      shortMemory.clock.advance(2 * 86_400);
+      await expectStatus(shortMemory.login('short-memory', PASSWORD), 200);
+      assert.deepEqual((await log()).deliveries, []);
+    } finally {
+      await shortMemory.close();
+    }
+  });
+});
