@@ -44,7 +44,7 @@ export function webhookEventFor(type: string, outcome: string): WebhookEventType
 }
 
 /** The audit facts a receiver is told; none of them is a secret or a phone number. */
-const PASSED_ON = ['factor_type', 'factor_id', 'country'] as const;
+const PASSED_ON = ['factor_type', 'factor_id', 'country', 'paused_until'] as const;
 
 export interface WebhookEvent {
   type: WebhookEventType;

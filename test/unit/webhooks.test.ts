@@ -46,17 +46,29 @@ describe('which audit events are webhook events', () => {
     }
   });
 
-  test('the payload passes on the user, the factor, the country and the address, and no other fact', () => {
+  test('the payload passes on the user, the address, the factor and the pause, and no other fact', () => {
     const body = webhookPayload({
       type: 'sms.country_paused',
       occurredAt: new Date('2026-11-23T12:00:00.000Z'),
       clientAddress: '203.0.113.9',
-      detail: { country: 'GB', phone_number: '447700900123', mfa_code: '123456', reason: 'x' },
+      userId: 'user-1',
+      detail: {
+        country: 'GB',
+        paused_until: '2026-11-23T13:00:00.000Z',
+        sends_this_hour: '120',
+        phone_number: '447700900123',
+        mfa_code: '123456',
+      },
     });
     assert.deepEqual(JSON.parse(body), {
       type: 'sms.country_paused',
       timestamp: '2026-11-23T12:00:00.000Z',
-      data: { user_id: null, client_address: '203.0.113.9', country: 'GB' },
+      data: {
+        user_id: 'user-1',
+        client_address: '203.0.113.9',
+        country: 'GB',
+        paused_until: '2026-11-23T13:00:00.000Z',
+      },
     });
   });
 });
