@@ -51,6 +51,9 @@ import type { Database } from './store/database.js';
 import { checkSchemaIsCurrent } from './store/migrate.js';
 import { createStore } from './store/store.js';
 import { createAccounts } from './users/accounts.js';
+import { createDeliveryWorker } from './webhooks/delivery-worker.js';
+import { createWebhookEndpoints, WEBHOOK_SEALING_PURPOSE } from './webhooks/endpoints.js';
+import { readOutboxState } from './webhooks/outbox.js';
 
 export interface AppDeps {
   /** A migrated database; the caller owns it and closes it after the app. */
@@ -107,7 +110,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const hashSecret =
     config.secretKey ?? (await store.secrets.findOrCreateSecret('code-hash-key', randomToken(32), clock.now()));
   const codeKey = deriveKey(hashSecret, 'one-time-code-hash');
-  const { registry, metrics } = createMetrics(() => store.factors.countUsersWithMfa());
+  const { registry, metrics } = createMetrics(
+    () => store.factors.countUsersWithMfa(),
+    () => readOutboxState(store, clock.now()),
+  );
   const smsSender: SmsSender =
     config.sms.kind === 'twilio'
       ? createTwilioSender(config.sms)
@@ -165,6 +171,12 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
   const passwordGrant = createPasswordGrant({ store, loginChallenge, throttle, tokens, audit, metrics, clock });
   const accounts = createAccounts({ store, clock, audit });
+  const webhookSettings = {
+    sealingKey: deriveKey(config.secretKey ?? hashSecret, WEBHOOK_SEALING_PURPOSE),
+    allowPrivate: config.webhookAllowPrivate,
+  };
+  const webhooks = createWebhookEndpoints({ store, clock, ...webhookSettings });
+  const deliveryWorker = createDeliveryWorker({ store, clock, metrics, log: rootLogger, ...webhookSettings });
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin(config.adminToken);
   const accountPageDir = deps.accountPageDir ?? findAccountPageDir();
@@ -238,7 +250,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     oauthRoutes(oauth, { clients, passwordGrant, refreshGrant, revocation, introspection }),
   );
   oauthMetadataRoutes(app, { issuer: config.issuer, keys });
-  adminRoutes(app, { accounts, clients, keys, audit, removal, requireAdmin });
+  adminRoutes(app, { accounts, clients, keys, audit, removal, webhooks, requireAdmin });
   operationsRoutes(app, {
     checkReadiness: () => checkSchemaIsCurrent(deps.db),
     registry,
@@ -247,6 +259,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   accountRoutes(app, { page: accountPage });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  // Stopped before the caller closes the database: claimed deliveries are recorded first.
+  app.addHook('onClose', () => deliveryWorker.stop());
   await app.ready();
+  deliveryWorker.start();
   return app;
 }

@@ -43,6 +43,8 @@ export interface Config {
    * address taken from X-Forwarded-For. Undefined: the peer's address is the client's.
    */
   trustedProxies?: readonly string[];
+  /** WEBHOOK_ALLOW_PRIVATE: webhooks may use http and go to loopback, private and link-local addresses. */
+  webhookAllowPrivate: boolean;
 }
 
 export interface SmsLimits {
@@ -138,6 +140,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     isProduction,
     logLevel,
     trustedProxies: loadTrustedProxies(value('TRUST_PROXY')),
+    webhookAllowPrivate: boolean(value, 'WEBHOOK_ALLOW_PRIVATE', false),
   };
   if (secretKey === undefined && isProduction) {
     throw new ConfigError(
@@ -230,6 +233,13 @@ function bearerSecret(value: (name: string) => string | undefined, name: string)
     throw new ConfigError(`${name} may hold only letters, digits and . _ ~ + / = - (it is sent as a bearer token)`);
   }
   return secret;
+}
+
+function boolean(value: (name: string) => string | undefined, name: string, fallback: boolean): boolean {
+  const raw = value(name);
+  if (raw === undefined) return fallback;
+  if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return raw === 'true';
 }
 
 function loadTrustedProxies(raw: string | undefined): string[] | undefined {

@@ -29,6 +29,7 @@ export type ErrorCode =
   | 'sms_timeout'
   // Admin API
   | 'username_taken'
+  | 'webhook_url_refused'
   // Fastify's own errors, re-shaped
   | 'not_found'
   | 'method_not_allowed'

@@ -3,6 +3,7 @@ import type { BaseLogger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { SecurityEvent } from '../store/security-events.js';
 import type { Store } from '../store/store.js';
+import { enqueueWebhookEvent, webhookEventFor } from '../webhooks/outbox.js';
 
 /** Who is asking: where the request came from (audit trail, per-address throttle) and its logger. */
 export interface RequestContext {
@@ -29,7 +30,8 @@ const HOUR_MS = 3_600_000;
 
 /**
  * The security events kept in the database: time, user, client address and outcome, never a
- * secret. Events older than `retentionDays` are deleted (by each node, at most once an hour).
+ * secret. Those that are webhook events also go to the outbox. Events older than `retentionDays`,
+ * and the finished deliveries of such events, are deleted (by each node, at most once an hour).
  */
 export function createAuditTrail({
   store,
@@ -42,24 +44,31 @@ export function createAuditTrail({
 }) {
   let prunedAt = Number.NEGATIVE_INFINITY;
 
+  /**
+   * Records the event and, when it is a webhook event, puts it in the outbox. Pass `tx`, the store
+   * of the transaction that makes the change, so that the event is written if and only if the
+   * change is (CONTRACT §16: nothing lost).
+   */
   async function record(
     type: SecurityEventType,
     outcome: string,
     facts: { userId?: string; context?: RequestContext; detail?: Record<string, string> },
+    tx: Store = store,
   ): Promise<void> {
     const now = clock.now();
-    await store.securityEvents.insertSecurityEvent({
-      id: randomUUID(),
-      occurredAt: now,
-      userId: facts.userId,
-      clientAddress: facts.context?.clientAddress,
-      type,
-      outcome,
-      detail: facts.detail,
-    });
+    const event = { occurredAt: now, userId: facts.userId, clientAddress: facts.context?.clientAddress };
+    const webhookType = webhookEventFor(type, outcome);
+    const write = async (on: Store) => {
+      await on.securityEvents.insertSecurityEvent({ id: randomUUID(), type, outcome, detail: facts.detail, ...event });
+      if (webhookType) await enqueueWebhookEvent(on, { type: webhookType, detail: facts.detail, ...event });
+    };
+    // Alone (a throttle has no change to join), the event and its outbox rows still go together.
+    await (webhookType ? tx.transaction(write) : write(tx));
     if (now.getTime() - prunedAt >= HOUR_MS) {
       prunedAt = now.getTime();
-      await store.securityEvents.deleteSecurityEventsBefore(new Date(now.getTime() - retentionDays * 24 * HOUR_MS));
+      const cutoff = new Date(now.getTime() - retentionDays * 24 * HOUR_MS);
+      await tx.securityEvents.deleteSecurityEventsBefore(cutoff);
+      await tx.webhooks.deleteFinishedDeliveriesBefore(cutoff);
     }
   }
 

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { createAuditTrail } from '../audit/audit-trail.js';
 import { systemClock } from '../clock.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
+import { deriveKey, randomToken } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import { createMfaRemoval } from '../mfa/mfa-removal.js';
 import { createClients } from '../oauth/clients.js';
@@ -13,6 +14,8 @@ import { openDatabase } from '../store/database.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { createStore, type Store } from '../store/store.js';
 import { createAccounts } from '../users/accounts.js';
+import { createWebhookEndpoints, WEBHOOK_SEALING_PURPOSE } from '../webhooks/endpoints.js';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/outbox.js';
 
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
@@ -20,8 +23,9 @@ interface Command {
   usage: string;
   summary: string;
   help: string;
-  /** How many positional arguments it takes. */
+  /** How many positional arguments it takes (at least; at most `maxArity` when some are optional). */
   arity: number;
+  maxArity?: number;
   /** Printed with the usage line when the arguments are wrong. */
   argumentHint?: string;
   run(args: string[], services: Services): Promise<void>;
@@ -39,6 +43,13 @@ function createServices(store: Store, config: Config) {
     removal: createMfaRemoval({ store, sessions, audit, clock }),
     clients: createClients({ store, clock }),
     signingKeys: () => createSigningKeys({ store, clock, secretKey, accessTokenTtlSeconds }),
+    async webhooks() {
+      // The sealing key as app.ts derives it: from SECRET_KEY, else from the key kept in the database.
+      const serviceSecret =
+        secretKey ?? (await store.secrets.findOrCreateSecret('code-hash-key', randomToken(32), clock.now()));
+      const sealingKey = deriveKey(serviceSecret, WEBHOOK_SEALING_PURPOSE);
+      return createWebhookEndpoints({ store, clock, sealingKey, allowPrivate: config.webhookAllowPrivate });
+    },
   };
 }
 
@@ -142,6 +153,69 @@ const COMMANDS: Record<string, Command> = {
       print(`new signing key ${await (await signingKeys()).rotate()}`);
     },
   },
+  'create-webhook': {
+    usage: 'create-webhook <url> [event,event…]',
+    summary: 'send security events to a URL; prints its signing secret once',
+    help: `Without a list, every event is sent. Events: ${WEBHOOK_EVENT_TYPES.join(', ')}.\nThe URL must be https and public unless WEBHOOK_ALLOW_PRIVATE=true. The secret (whsec_…) is\nstored sealed and cannot be shown again.`,
+    arity: 1,
+    maxArity: 2,
+    async run([url = '', list], { webhooks }) {
+      const events = list?.split(',').map((event) => event.trim());
+      const unknown = events?.find((event) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(event));
+      if (unknown !== undefined) {
+        throw new ServiceError(
+          'invalid_request',
+          `unknown event "${unknown}"; events: ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+        );
+      }
+      const { endpoint, secret } = await (await webhooks()).createEndpoint(url, events as WebhookEventType[]);
+      print(`id=${endpoint.id}\nsecret=${secret}`);
+    },
+  },
+  'list-webhooks': {
+    usage: 'list-webhooks',
+    summary: 'list the webhook endpoints',
+    help: 'One line per endpoint: id, URL and the events it receives.',
+    arity: 0,
+    async run(_args, { webhooks }) {
+      const endpoints = await (await webhooks()).listEndpoints();
+      print(['id\turl\tevents', ...endpoints.map((e) => [e.id, e.url, e.events.join(',')].join('\t'))].join('\n'));
+    },
+  },
+  'delete-webhook': {
+    usage: 'delete-webhook <id>',
+    summary: 'stop sending events to an endpoint; its pending deliveries are dropped',
+    help: 'The id is the one create-webhook and list-webhooks print.',
+    arity: 1,
+    async run([id = ''], { webhooks }) {
+      await (await webhooks()).deleteEndpoint(id);
+      print(`deleted webhook ${id}`);
+    },
+  },
+  'webhook-deliveries': {
+    usage: 'webhook-deliveries <id>',
+    summary: "an endpoint's latest delivery attempts, newest first",
+    help: 'One line per attempt: event id (the webhook-id the receiver saw), type, attempt, status\n(succeeded, failed, pending), the HTTP status answered, and when it was made.',
+    arity: 1,
+    async run([id = ''], { webhooks }) {
+      const attempts = await (await webhooks()).listDeliveries(id);
+      print(
+        [
+          'event_id\ttype\tattempt\tstatus\tresponse_status\tattempted_at',
+          ...attempts.map((a) =>
+            [
+              a.eventId,
+              a.eventType,
+              a.attempt,
+              a.status,
+              a.responseStatus ?? '-',
+              a.attemptedAt?.toISOString() ?? '-',
+            ].join('\t'),
+          ),
+        ].join('\n'),
+      );
+    },
+  },
 };
 
 function mainHelp(): string {
@@ -201,11 +275,13 @@ async function main(argv: string[]): Promise<number> {
     print(`usage: npm run admin -- ${command.usage}\n\n${command.summary}.\n${command.help}`);
     return EXIT.ok;
   }
-  if (unknownOptions.length > 0 || args.length !== command.arity) {
+  const maxArity = command.maxArity ?? command.arity;
+  if (unknownOptions.length > 0 || args.length < command.arity || args.length > maxArity) {
+    const count = maxArity === command.arity ? `${command.arity}` : `${command.arity} or ${maxArity}`;
     const problem =
       unknownOptions.length > 0
         ? `unknown option ${unknownOptions.join(', ')}`
-        : `${name} takes ${command.arity} argument${command.arity === 1 ? '' : 's'}, not ${args.length}`;
+        : `${name} takes ${count} argument${maxArity === 1 ? '' : 's'}, not ${args.length}`;
     const hint = command.argumentHint ? `${command.argumentHint}\n` : '';
     process.stderr.write(`error: ${problem}\nusage: npm run admin -- ${command.usage}\n${hint}`);
     return EXIT.usage;

@@ -28,6 +28,7 @@ const STATUS: Record<ErrorCode, number> = {
   sms_unavailable: 502,
   sms_timeout: 504,
   username_taken: 409,
+  webhook_url_refused: 400,
   not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,

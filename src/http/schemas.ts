@@ -4,6 +4,7 @@ import { FACTOR_NAME_PATTERN, FACTOR_TYPES, toFactorType } from '../mfa/factors/
 import type { TokenResponse as TokenResponseRecord } from '../oauth/token-issuer.js';
 import type { Factor } from '../store/mfa-factors.js';
 import { PASSWORD_LENGTH, USERNAME_PATTERN } from '../users/accounts.js';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/outbox.js';
 
 // Wire names stay as the seed and the RFCs spell them; routes turn records into these shapes.
 
@@ -232,6 +233,51 @@ export const SecurityEvents = Type.Object({
       outcome: Type.String(),
       client_address: Type.Union([Type.String(), Type.Null()]),
       detail: Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()]),
+    }),
+  ),
+});
+
+const WebhookEventTypeSchema = Type.Unsafe<WebhookEventType>({
+  type: 'string',
+  enum: [...WEBHOOK_EVENT_TYPES],
+  description: `one of ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+});
+
+export const CreateWebhookBody = Type.Object(
+  {
+    url: Type.String({
+      minLength: 1,
+      maxLength: 2000,
+      pattern: '^[^\\u0000]+$',
+      description: 'an absolute https URL, e.g. "https://hooks.example.com/mfa"',
+    }),
+    events: Type.Optional(Type.Array(WebhookEventTypeSchema, { minItems: 1, maxItems: 50 })),
+  },
+  { additionalProperties: false },
+);
+
+export const WebhookEndpointBody = Type.Object({
+  id: Type.String(),
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+export const CreatedWebhook = Type.Composite([WebhookEndpointBody, Type.Object({ secret: Type.String() })]);
+
+export const WebhookList = Type.Object({ webhooks: Type.Array(WebhookEndpointBody) });
+
+export const WebhookIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+export const WebhookDeliveries = Type.Object({
+  deliveries: Type.Array(
+    Type.Object({
+      event_id: Type.String({ description: 'the webhook-id the receiver saw' }),
+      type: Type.String(),
+      attempt: Type.Integer({ minimum: 1 }),
+      status: Type.Union([Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('pending')]),
+      response_status: Type.Union([Type.Integer(), Type.Null()]),
+      attempted_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     }),
   ),
 });

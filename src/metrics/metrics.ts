@@ -9,6 +9,16 @@ export type SmsOutcome =
   | 'suppressed_cap'
   | 'suppressed_country';
 export type LoginOutcome = 'tokens' | 'mfa_required' | 'invalid_grant' | 'throttled';
+/** A webhook attempt: `failed` is tried again, `gave_up` was the last try (24 hours on). */
+export type WebhookOutcome = 'succeeded' | 'failed' | 'gave_up';
+
+/** The outbox as the metrics read it, at each scrape. */
+export interface OutboxState {
+  /** Deliveries not yet done (waiting, in flight or being retried). */
+  depth: number;
+  /** Age of the oldest of them; 0 when there is none. */
+  oldestAgeSeconds: number;
+}
 
 /**
  * What the domains report; they see this interface, not prom-client. Labels never hold a user,
@@ -19,10 +29,11 @@ export interface ServiceMetrics {
   codeChecked(purpose: string, outcome: string, factorType: string): void;
   loginAnswered(outcome: LoginOutcome, amr?: readonly string[], factorType?: string): void;
   requestServed(route: string, method: string, status: number, durationSeconds: number): void;
+  webhookAttempted(outcome: WebhookOutcome): void;
 }
 
 /** A registry of its own per app (tests run several apps in one process). */
-export function createMetrics(countEnabledUsers: () => Promise<number>) {
+export function createMetrics(countEnabledUsers: () => Promise<number>, readOutbox: () => Promise<OutboxState>) {
   const registry = new Registry();
   const requestDuration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -64,6 +75,37 @@ export function createMetrics(countEnabledUsers: () => Promise<number>) {
     },
   });
 
+  const webhookAttempts = new Counter({
+    name: 'mfa_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by outcome: succeeded, failed (to be retried), gave_up (failed, 24 hours on)',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  // One read of the outbox per scrape serves both gauges.
+  let outboxRead: Promise<OutboxState> | undefined;
+  const readOutboxOnce = () => {
+    outboxRead ??= readOutbox().finally(() => {
+      outboxRead = undefined;
+    });
+    return outboxRead;
+  };
+  new Gauge({
+    name: 'mfa_webhook_outbox_depth',
+    help: 'Webhook deliveries not yet done',
+    registers: [registry],
+    async collect() {
+      this.set((await readOutboxOnce()).depth);
+    },
+  });
+  new Gauge({
+    name: 'mfa_webhook_oldest_undelivered_seconds',
+    help: 'Age of the oldest webhook delivery not yet done; 0 when there is none',
+    registers: [registry],
+    async collect() {
+      this.set((await readOutboxOnce()).oldestAgeSeconds);
+    },
+  });
+
   const metrics: ServiceMetrics = {
     smsSent(purpose, countryCallingCode, outcome, durationSeconds) {
       smsSent.inc({ purpose, country_calling_code: countryCallingCode, outcome });
@@ -77,6 +119,9 @@ export function createMetrics(countEnabledUsers: () => Promise<number>) {
     },
     requestServed(route, method, status, durationSeconds) {
       requestDuration.observe({ route, method, status: String(status) }, durationSeconds);
+    },
+    webhookAttempted(outcome) {
+      webhookAttempts.inc({ outcome });
     },
   };
   return { registry, metrics };

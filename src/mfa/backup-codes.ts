@@ -26,8 +26,10 @@ export function createBackupCodes({ store, stepUp, clock, codeKey, audit }: Back
     const codes = new Set<string>();
     while (codes.size < SET_SIZE) codes.add(randomDigits(12));
     const hashed = [...codes].map((code) => ({ id: randomUUID(), codeHash: hash(userId, code) }));
-    await store.transaction((tx) => tx.backupCodes.replaceBackupCodes(userId, hashed, clock.now()));
-    await audit.record('backup_codes_regenerated', 'succeeded', { userId, context });
+    await store.transaction(async (tx) => {
+      await tx.backupCodes.replaceBackupCodes(userId, hashed, clock.now());
+      await audit.record('backup_codes_regenerated', 'succeeded', { userId, context }, tx);
+    });
     return [...codes];
   }
 
@@ -39,9 +41,11 @@ export function createBackupCodes({ store, stepUp, clock, codeKey, audit }: Back
 
   /** Spends the code if it is one of the user's unused ones (one conditional update); false otherwise. */
   async function spendBackupCode(userId: string, code: string, context: RequestContext): Promise<boolean> {
-    const spent = await store.backupCodes.spendBackupCode(userId, hash(userId, code), clock.now());
-    await audit.record('backup_code_used', spent ? 'succeeded' : 'wrong', { userId, context });
-    return spent;
+    return store.transaction(async (tx) => {
+      const spent = await tx.backupCodes.spendBackupCode(userId, hash(userId, code), clock.now());
+      await audit.record('backup_code_used', spent ? 'succeeded' : 'wrong', { userId, context }, tx);
+      return spent;
+    });
   }
 
   return { regenerateBackupCodes, countRemaining, spendBackupCode };

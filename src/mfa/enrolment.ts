@@ -65,7 +65,7 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
     context: RequestContext,
   ): Promise<MfaStatus> {
     const now = clock.now();
-    const wasOff = await store.transaction(async (tx) => {
+    await store.transaction(async (tx) => {
       const state = await tx.factors.lockUserMfa(login.userId);
       const isFirst = !state?.mfaEnabledAt;
       if (!(await tx.factors.verifyFactor(pending.id, now, { ...settled, isDefault: isFirst }))) {
@@ -73,10 +73,14 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
       }
       if (isFirst) await tx.factors.setMfaEnabledAt(login.userId, now);
       await sessions.endUserSessions(tx, login.userId, now, login.sessionId);
-      return isFirst;
+      const detail = { factor_type: pending.type, factor_id: pending.id };
+      await audit.record(
+        isFirst ? 'mfa_enabled' : 'factor_added',
+        'succeeded',
+        { userId: login.userId, context, detail },
+        tx,
+      );
     });
-    const detail = { factor_type: pending.type, factor_id: pending.id };
-    await audit.record(wasOff ? 'mfa_enabled' : 'factor_added', 'succeeded', { userId: login.userId, context, detail });
     return getStatus(login.userId);
   }
 
@@ -122,11 +126,8 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
         if (heir) await tx.factors.setDefaultFactor(login.userId, heir.id);
       }
       await sessions.endUserSessions(tx, login.userId, now, login.sessionId);
-    });
-    await audit.record('factor_removed', 'succeeded', {
-      userId: login.userId,
-      context,
-      detail: { factor_type: factor.type, factor_id: factor.id },
+      const detail = { factor_type: factor.type, factor_id: factor.id };
+      await audit.record('factor_removed', 'succeeded', { userId: login.userId, context, detail }, tx);
     });
   }
 

@@ -32,10 +32,10 @@ export function createMfaRemoval({
       await tx.codes.deleteCodes(userId);
       await tx.backupCodes.deleteBackupCodes(userId);
       await sessions.endUserSessions(tx, userId, now, cause.by === 'user' ? cause.sessionId : undefined);
+      if (cause.by === 'operator') await audit.record('mfa_disabled', 'reset_by_operator', { userId }, tx);
+      else if (removed) await audit.record('mfa_disabled', 'succeeded', { userId, context: cause.context }, tx);
       return removed;
     });
-    if (cause.by === 'operator') await audit.record('mfa_disabled', 'reset_by_operator', { userId });
-    else if (wasEnabled) await audit.record('mfa_disabled', 'succeeded', { userId, context: cause.context });
     return { wasEnabled };
   }
 

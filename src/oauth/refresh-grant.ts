@@ -34,8 +34,10 @@ export function createRefreshGrant({ store, tokens, sessions, audit, clock }: Re
     if (stored.expiresAt <= now) throw new ServiceError('invalid_grant', 'the refresh token has expired');
     const scope = narrowScope(stored.scope, request.scope);
     const reuse = async () => {
-      await revokeLogin(stored.familyId, now);
-      await audit.record('refresh_token_reuse', 'login_revoked', { userId: stored.userId, context });
+      await store.transaction(async (tx) => {
+        await sessions.endSession(tx, stored.familyId, now);
+        await audit.record('refresh_token_reuse', 'login_revoked', { userId: stored.userId, context }, tx);
+      });
       return new ServiceError('invalid_grant', 'the refresh token was already used; the login is revoked');
     };
     if (stored.usedAt) throw await reuse();

@@ -195,6 +195,46 @@ export interface ServiceSecretTable {
   created_at: IsoTime;
 }
 
+/** Where security events are sent (CONTRACT §16); the signing secret sealed with crypto/sealing.ts. */
+export interface WebhookEndpointTable {
+  id: string;
+  url: string;
+  /** JSON array of the event types it receives. */
+  events: string;
+  sealed_secret: string;
+  created_at: IsoTime;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+/**
+ * The outbox: one event for one endpoint, written in the transaction of the change it reports.
+ * Its id is the `webhook-id` of every attempt. While a worker holds it, `lease_id` names the claim
+ * and `due_at` is when the claim lapses (a worker that died loses it then).
+ */
+export interface WebhookDeliveryTable {
+  id: string;
+  endpoint_id: string;
+  event_type: string;
+  /** The body sent, exactly: every attempt sends the same bytes. */
+  payload: string;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  due_at: IsoTime;
+  lease_id: string | null;
+  created_at: IsoTime;
+}
+
+/** One try at a delivery: `pending` while in flight. */
+export interface WebhookAttemptTable {
+  id: string;
+  delivery_id: string;
+  attempt: number;
+  status: WebhookDeliveryStatus;
+  response_status: number | null;
+  attempted_at: IsoTime;
+}
+
 export interface Database {
   user: UserTable;
   oauth_client: OAuthClientTable;
@@ -211,6 +251,9 @@ export interface Database {
   login_throttle: LoginThrottleTable;
   security_event: SecurityEventTable;
   service_secret: ServiceSecretTable;
+  webhook_endpoint: WebhookEndpointTable;
+  webhook_delivery: WebhookDeliveryTable;
+  webhook_attempt: WebhookAttemptTable;
 }
 
 /** What repository functions run on: the database itself or a transaction. */

@@ -14,6 +14,7 @@ import * as smsQuota from './sms-quota.js';
 import * as throttle from './throttle.js';
 import * as users from './users.js';
 import * as webauthnChallenges from './webauthn-challenges.js';
+import * as webhooks from './webhooks.js';
 
 type Repository = Record<string, (db: Executor, ...args: never[]) => unknown>;
 type Bound<R extends Repository> = {
@@ -44,6 +45,7 @@ export interface Store {
   throttle: Bound<typeof throttle>;
   securityEvents: Bound<typeof securityEvents>;
   webauthnChallenges: Bound<typeof webauthnChallenges>;
+  webhooks: Bound<typeof webhooks>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -63,6 +65,7 @@ export function createStore(db: Executor): Store {
     throttle: bind(throttle, db),
     securityEvents: bind(securityEvents, db),
     webauthnChallenges: bind(webauthnChallenges, db),
+    webhooks: bind(webhooks, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

@@ -9,6 +9,7 @@ import { decodeJwt, decodeProtectedHeader } from 'jose';
 import * as OTPAuth from 'otpauth';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
 import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+import { eventually, startWebhookReceiver, verifyWebhook } from '../support/webhook-receiver.js';
 
 // The admin CLI as the README runs it (npm run admin -- …), or straight from the build as npm does.
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -23,6 +24,10 @@ const COMMANDS = [
   'delete-user',
   'list-users',
   'rotate-signing-key',
+  'create-webhook',
+  'list-webhooks',
+  'delete-webhook',
+  'webhook-deliveries',
 ];
 
 interface Run {
@@ -46,7 +51,7 @@ before(async () => {
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   }
   // A server on the very database the commands change, to see their effect from outside.
-  service = await startService({ env: { DATABASE_URL: databaseUrl } });
+  service = await startService({ env: { DATABASE_URL: databaseUrl, WEBHOOK_ALLOW_PRIVATE: 'true' } });
 });
 
 after(async () => {
@@ -274,6 +279,52 @@ describe('admin CLI', { concurrency: 4 }, () => {
       challenge_type: '',
       phone_number: '',
     });
+  });
+
+  test('create-webhook prints its id and secret once; the server signs with that secret; list, deliveries, delete', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const url = `${receiver.url}/cli`;
+      const local = { env: { WEBHOOK_ALLOW_PRIVATE: 'true' } };
+      assertRefused(await admin(['create-webhook', url]), 1, /^error: url: expected an https URL/m);
+      assertRefused(
+        await admin(['create-webhook', 'https://127.0.0.1/cli']),
+        1,
+        /^error: url: 127\.0\.0\.1 is a loopback/m,
+      );
+      assertRefused(
+        await admin(['create-webhook', url, 'mfa.everything'], local),
+        1,
+        /unknown event "mfa\.everything"/,
+      );
+      assertRefused(await admin(['create-webhook', url, 'mfa.enabled', 'extra'], local), 2, /takes 1 or 2 arguments/);
+
+      const created = await admin(['create-webhook', url, 'mfa.reset_by_operator,mfa.enabled'], local);
+      assert.equal(created.code, 0, created.stderr);
+      const id = /^id=(\S+)$/m.exec(created.stdout)?.[1] ?? '';
+      const secret = /^secret=(whsec_\S+)$/m.exec(created.stdout)?.[1] ?? '';
+      assert.ok(id && secret, created.stdout);
+      const listed = await admin(['list-webhooks']);
+      assert.match(listed.stdout, new RegExp(`^${id}\t${url}\tmfa\\.reset_by_operator,mfa\\.enabled$`, 'm'));
+
+      const userId = await service.createUser('cli-hooked', PASSWORD);
+      assert.equal((await admin(['reset-mfa', 'cli-hooked'])).code, 0);
+      let webhookId = '';
+      await eventually(() => {
+        const mine = receiver.at('/cli').find((webhook) => verifyWebhook(secret, webhook).data.user_id === userId);
+        webhookId = mine?.headers['webhook-id'] ?? '';
+        return mine !== undefined;
+      });
+      await eventually(async () => {
+        const log = await admin(['webhook-deliveries', id]);
+        return new RegExp(`^${webhookId}\tmfa\\.reset_by_operator\t1\tsucceeded\t204\t`, 'm').test(log.stdout);
+      });
+
+      assert.match((await admin(['delete-webhook', id])).stdout, /deleted webhook/);
+      assertRefused(await admin(['delete-webhook', id]), 1, /no webhook endpoint has this id/);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('rotate-signing-key makes a new key active: published in the JWKS at once, and the kid of new tokens', async () => {

@@ -5,6 +5,7 @@ import { startFakeTwilio } from '../support/fake-twilio.js';
 import { type ServiceProcess, startServiceProcess } from '../support/node-process.js';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, startService } from '../support/service.js';
+import { startWebhookReceiver, verifyWebhook } from '../support/webhook-receiver.js';
 
 // Several stateless nodes on one PostgreSQL database: only the PostgreSQL pass runs this file.
 const PASSWORD = 'correct horse battery';
@@ -28,6 +29,7 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
       TWILIO_FROM: '+15005550006',
       TWILIO_API_URL: twilio.url,
       SMS_NUMBER_HOURLY_LIMIT: '2',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
     };
     // Started at the same moment on an empty schema: both migrate, exactly once between them.
     nodes = await Promise.all([startServiceProcess(env), startServiceProcess(env)]);
@@ -237,6 +239,64 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
       await expectStatus(other.call('/readyz'), 200);
     } finally {
       await other.close();
+    }
+  });
+
+  test('each webhook delivery attempt is made by one node: 12 events failing once arrive exactly twice each', {
+    timeout: 120_000,
+  }, async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      // Every event fails its first attempt: both nodes poll for the retries.
+      const firstSeen = new Set<string>();
+      receiver.answerWith((webhook) => {
+        const id = webhook.headers['webhook-id'] ?? '';
+        if (firstSeen.has(id)) return 204;
+        firstSeen.add(id);
+        return 500;
+      });
+      const endpoint = await expectStatus(
+        call(0, '/admin/webhooks', {
+          method: 'POST',
+          token: ADMIN_TOKEN,
+          body: { url: `${receiver.url}/nodes`, events: ['mfa.reset_by_operator'] },
+        }),
+        201,
+      );
+      for (let index = 0; index < 12; index++) {
+        const username = await createUser(index);
+        const user = await expectStatus(call(index, `/admin/users?username=${username}`, { token: ADMIN_TOKEN }), 200);
+        await expectStatus(call(index, `/admin/users/${user.id}/mfa`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+      }
+      const webhooks = await receiver.waitFor('/nodes', 24, 60_000);
+      const perId = new Map<string, number>();
+      for (const webhook of webhooks) {
+        const id = webhook.headers['webhook-id'] ?? '';
+        perId.set(id, (perId.get(id) ?? 0) + 1);
+        assert.equal(verifyWebhook(endpoint.secret, webhook).type, 'mfa.reset_by_operator');
+      }
+      assert.equal(perId.size, 12);
+      assert.deepEqual(new Set(perId.values()), new Set([2]), 'each event: one failed attempt, one success');
+      const { deliveries } = await expectStatus(
+        call(1, `/admin/webhooks/${endpoint.id}/deliveries`, { token: ADMIN_TOKEN }),
+        200,
+      );
+      assert.equal(deliveries.length, 24);
+      for (const id of perId.keys()) {
+        const lines = deliveries.filter((line: { event_id: string }) => line.event_id === id);
+        assert.deepEqual(
+          lines.map((line: { attempt: number; status: string }) => [line.attempt, line.status]),
+          [
+            [2, 'succeeded'],
+            [1, 'failed'],
+          ],
+        );
+      }
+      // Nothing more comes: no attempt was made twice.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.equal(receiver.at('/nodes').length, 24);
+    } finally {
+      await receiver.close();
     }
   });
 

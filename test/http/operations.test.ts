@@ -482,6 +482,7 @@ const EMPTY_SUCCESS = new Set([
   'DELETE /admin/users/:id',
   'DELETE /admin/users/:id/mfa',
   'DELETE /mfa/factors/:id/',
+  'DELETE /admin/webhooks/:id',
 ]);
 
 describe('GET /openapi.json', () => {

@@ -100,6 +100,11 @@ const ADMIN_UPDATE_CLIENT = endpoint('PATCH', '/admin/clients/:id', 'admin', {
   body: 'json',
   fields: ['mfa_challenge'],
 });
+const ADMIN_CREATE_WEBHOOK = endpoint('POST', '/admin/webhooks', 'admin', { body: 'json', fields: ['url', 'events'] });
+const ADMIN_LIST_WEBHOOKS = endpoint('GET', '/admin/webhooks', 'admin');
+// Generated ids name no endpoint: 404 whoever asks.
+const ADMIN_DELETE_WEBHOOK = endpoint('DELETE', '/admin/webhooks/:id', 'admin');
+const ADMIN_WEBHOOK_DELIVERIES = endpoint('GET', '/admin/webhooks/:id/deliveries', 'admin');
 /** Admin calls that change what they name whatever the body: only refused credentials are sent to them. */
 const ADMIN_WITHOUT_SAFE_BODY = new Set([ADMIN_SIGNING_KEYS, ADMIN_DELETE_USER, ADMIN_RESET_MFA]);
 const ENDPOINTS: readonly Endpoint[] = [
@@ -130,6 +135,10 @@ const ENDPOINTS: readonly Endpoint[] = [
   ADMIN_RESET_MFA,
   ADMIN_SHOW_CLIENT,
   ADMIN_UPDATE_CLIENT,
+  ADMIN_CREATE_WEBHOOK,
+  ADMIN_LIST_WEBHOOKS,
+  ADMIN_DELETE_WEBHOOK,
+  ADMIN_WEBHOOK_DELIVERIES,
   endpoint('GET', '/healthz', 'none'),
   endpoint('GET', '/readyz', 'none'),
   endpoint('GET', '/metrics', 'none'),
@@ -1184,6 +1193,7 @@ test('forged, spoiled and foreign Authorization headers get 401 with WWW-Authent
     'POST /admin/users': () =>
       jsonPayload({ username: `made-${randomBytes(4).toString('hex')}`, password: 'long enough' }),
     'POST /admin/clients': () => jsonPayload({ name: 'made by a forged token' }),
+    'POST /admin/webhooks': () => jsonPayload({ url: 'https://hooks.example.com/forged' }),
     'PUT /mfa/totp/request/': () => jsonPayload({}),
     'PUT /mfa/webauthn/request/': () => jsonPayload({}),
   };

@@ -98,14 +98,14 @@ export async function startService(options: ServiceOptions = {}) {
     dbPath,
     /** Every row of every table, as text, to search for secrets in either dialect. */
     async dumpDatabase(): Promise<string> {
-      // On PostgreSQL the introspection lists every schema's tables, those of other test runs
-      // sharing the server too: only this service's schema (its search_path) is its database.
-      const schemaName = schema
-        ? (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0]?.name
-        : undefined;
-      const tables = (await db.introspection.getTables()).filter(
-        (table) => schemaName === undefined || table.schema === schemaName,
-      );
+      // This service's tables only: Kysely's introspection scans every schema, and on PostgreSQL
+      // other test runs create and drop theirs meanwhile (and may hold tables ours lacks).
+      const { rows: tables } = await (dialect === 'postgres'
+        ? sql<{
+            name: string;
+          }>`select table_name as name from information_schema.tables where table_schema = current_schema()`
+        : sql<{ name: string }>`select name from sqlite_master where type = 'table'`
+      ).execute(db);
       const dumps = await Promise.all(
         tables.map(async (table) => {
           const rows = await sql`select * from ${sql.table(table.name)}`.execute(db);

@@ -35,6 +35,8 @@ describe('loadConfig defaults', () => {
     assert.equal(config.isProduction, false);
     assert.equal(config.trustedProxies, undefined, 'X-Forwarded-For is believed from nobody');
     assert.equal(config.logLevel, 'info');
+    assert.equal(config.webhookAllowPrivate, false, 'webhooks: https to public addresses only');
+    assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true);
   });
 
   test('SMS limits default to the contract: 5 min, 5 attempts, 30 s cooldown, 10 per user an hour, all countries', () => {
@@ -144,6 +146,8 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.org' }, 'WEBAUTHN_ORIGINS'],
     [{ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://app.example.com/path' }, 'WEBAUTHN_ORIGINS'],
     [{ ISSUER: 'https://auth.example.com', WEBAUTHN_ORIGINS: 'https://evil.com' }, 'WEBAUTHN_ORIGINS'],
+    [{ WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE'],
+    [{ WEBHOOK_ALLOW_PRIVATE: 'TRUE' }, 'WEBHOOK_ALLOW_PRIVATE'],
     [{ SMS_ENROLMENT_HOURLY_LIMIT: '1000' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],
     [{ SMS_GLOBAL_HOURLY_LIMIT: '100', SMS_ENROLMENT_HOURLY_LIMIT: '100' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],
     [{ SECRET_KEY: 'k'.repeat(31) }, 'SECRET_KEY'],

@@ -2,7 +2,9 @@ import type { AuditTrail } from '../../audit/audit-trail.js';
 import type { MfaRemoval } from '../../mfa/mfa-removal.js';
 import type { Clients } from '../../oauth/clients.js';
 import type { SigningKeys } from '../../oauth/signing-keys.js';
+import type { WebhookEndpoint } from '../../store/webhooks.js';
 import type { Accounts } from '../../users/accounts.js';
+import type { WebhookEndpoints } from '../../webhooks/endpoints.js';
 import type { App, RequestGuard } from '../app-types.js';
 import {
   ClientIdParams,
@@ -10,7 +12,9 @@ import {
   CreateClientBody,
   CreatedClient,
   CreatedUser,
+  CreatedWebhook,
   CreateUserBody,
+  CreateWebhookBody,
   ErrorBody,
   SecurityEvents,
   SigningKeyCreated,
@@ -18,6 +22,9 @@ import {
   UserIdParams,
   UserLookupQuery,
   UserSummary,
+  WebhookDeliveries,
+  WebhookIdParams,
+  WebhookList,
 } from '../schemas.js';
 
 function toClientSettings(client: Awaited<ReturnType<Clients['getClient']>>) {
@@ -30,10 +37,14 @@ export interface AdminRouteDeps {
   keys: SigningKeys;
   audit: AuditTrail;
   removal: MfaRemoval;
+  webhooks: WebhookEndpoints;
   requireAdmin: RequestGuard;
 }
 
-export function adminRoutes(app: App, { accounts, clients, keys, audit, removal, requireAdmin }: AdminRouteDeps) {
+export function adminRoutes(
+  app: App,
+  { accounts, clients, keys, audit, removal, webhooks, requireAdmin }: AdminRouteDeps,
+) {
   app.post(
     '/admin/users',
     {
@@ -145,4 +156,56 @@ export function adminRoutes(app: App, { accounts, clients, keys, audit, removal,
       };
     },
   );
+
+  app.post(
+    '/admin/webhooks',
+    {
+      schema: { body: CreateWebhookBody, response: { 201: CreatedWebhook, 400: ErrorBody, 401: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      const { endpoint, secret } = await webhooks.createEndpoint(request.body.url, request.body.events);
+      return reply.code(201).send({ ...toWebhookBody(endpoint), secret });
+    },
+  );
+
+  app.get(
+    '/admin/webhooks',
+    { schema: { response: { 200: WebhookList, 401: ErrorBody } }, onRequest: requireAdmin },
+    async () => ({ webhooks: (await webhooks.listEndpoints()).map(toWebhookBody) }),
+  );
+
+  app.delete(
+    '/admin/webhooks/:id',
+    {
+      schema: { params: WebhookIdParams, response: { 204: {}, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await webhooks.deleteEndpoint(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/admin/webhooks/:id/deliveries',
+    {
+      schema: { params: WebhookIdParams, response: { 200: WebhookDeliveries, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request) => ({
+      deliveries: (await webhooks.listDeliveries(request.params.id)).map((delivery) => ({
+        event_id: delivery.eventId,
+        type: delivery.eventType,
+        attempt: delivery.attempt,
+        status: delivery.status,
+        response_status: delivery.responseStatus ?? null,
+        attempted_at: delivery.attemptedAt?.toISOString() ?? null,
+      })),
+    }),
+  );
+}
+
+function toWebhookBody(endpoint: WebhookEndpoint) {
+  return { id: endpoint.id, url: endpoint.url, events: endpoint.events, created_at: endpoint.createdAt.toISOString() };
 }

@@ -4,6 +4,7 @@ import * as backupCodesThrottleAudit from './2026_11_23_1500_backup_codes_thrott
 import * as hardening from './2026_11_23_2100_hardening.js';
 import * as mfaFactors from './2026_11_23_2200_mfa_factors.js';
 import * as stepUp from './2026_11_23_2300_step_up.js';
+import * as webhooks from './2026_11_23_2310_webhooks.js';
 import * as webauthn from './2026_11_23_2340_webauthn.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
@@ -13,5 +14,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_23_2100_hardening': hardening,
   '2026_11_23_2200_mfa_factors': mfaFactors,
   '2026_11_23_2300_step_up': stepUp,
+  '2026_11_23_2310_webhooks': webhooks,
   '2026_11_23_2340_webauthn': webauthn,
 };

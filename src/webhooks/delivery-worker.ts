@@ -1,0 +1,215 @@
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BaseLogger } from 'pino';
+import type { Clock } from '../clock.js';
+import { unseal } from '../crypto/sealing.js';
+import type { ServiceMetrics } from '../metrics/metrics.js';
+import type { Store } from '../store/store.js';
+import type { ClaimedDelivery } from '../store/webhooks.js';
+import { addressRefusal, DestinationRefused, guardedLookup, hostOf } from './destination-guard.js';
+import { sealingContext } from './endpoints.js';
+import { signWebhook } from './signature.js';
+
+/** CONTRACT §16: an attempt that has no answer within 10 s has failed. */
+const SEND_TIMEOUT_MS = 10_000;
+/** A claim outlives any attempt, so a live worker keeps it; a dead worker's lapses and is taken over. */
+const LEASE_SECONDS = 20;
+const MAX_IN_FLIGHT = 16;
+const FIRST_RETRY_SECONDS = 5;
+const MAX_WAIT_SECONDS = 3600;
+const RETRY_FOR_SECONDS = 86_400;
+/** On shutdown, how long attempts in flight may take before they are cut short. */
+const STOP_GRACE_MS = 3000;
+
+/**
+ * When the next attempt is due after attempt `attempt` failed at `now`: 5 s doubling to an hour,
+ * each wait jittered to between half and all of it (so the receivers of a burst are not hit in
+ * step), never later than 24 hours after the event; undefined once those 24 hours are over.
+ */
+export function nextAttemptAt(createdAt: Date, attempt: number, now: Date, random = Math.random): Date | undefined {
+  const giveUpAt = createdAt.getTime() + RETRY_FOR_SECONDS * 1000;
+  if (now.getTime() >= giveUpAt) return undefined;
+  const waitSeconds = Math.min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_WAIT_SECONDS) * (0.5 + random() / 2);
+  return new Date(Math.min(now.getTime() + waitSeconds * 1000, giveUpAt));
+}
+
+export interface DeliveryWorkerDeps {
+  store: Store;
+  clock: Clock;
+  sealingKey: Buffer;
+  allowPrivate: boolean;
+  metrics: ServiceMetrics;
+  log: BaseLogger;
+  pollIntervalMs?: number;
+}
+
+/**
+ * Sends the outbox's due deliveries, signed per Standard Webhooks, from every node. Due times
+ * follow the clock; the polling uses real timers (unref'd). `stop` lets attempts in flight finish
+ * briefly, then cuts them short and makes them due again at once: no claimed delivery is lost.
+ */
+export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
+  const { store, clock, sealingKey, allowPrivate, metrics, log } = deps;
+  const pollIntervalMs = deps.pollIntervalMs ?? 500;
+  /** The attempts under way, by delivery id. */
+  const inFlight = new Map<string, Promise<void>>();
+  const stopping = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let polling: Promise<void> | undefined;
+  let isRunning = false;
+  let isFailing = false;
+
+  function schedule(delayMs: number) {
+    if (!isRunning) return;
+    timer = setTimeout(() => {
+      polling = poll().finally(() => {
+        polling = undefined;
+      });
+    }, delayMs);
+    timer.unref();
+  }
+
+  async function poll() {
+    const room = MAX_IN_FLIGHT - inFlight.size;
+    let claimed: ClaimedDelivery[] = [];
+    if (room > 0) {
+      const now = clock.now();
+      try {
+        claimed = await store.webhooks.claimDueDeliveries({
+          now,
+          leaseUntil: new Date(now.getTime() + LEASE_SECONDS * 1000),
+          limit: room,
+          // Never two attempts at once from one node, even if the clock has passed its lease.
+          exceptIds: [...inFlight.keys()],
+        });
+        if (isFailing) log.info('webhook outbox readable again');
+        isFailing = false;
+      } catch (error) {
+        // Once per outage, not every poll.
+        if (!isFailing) log.error({ err: error }, 'webhook outbox cannot be read; retrying');
+        isFailing = true;
+      }
+    }
+    for (const delivery of claimed) {
+      inFlight.set(
+        delivery.id,
+        deliver(delivery).finally(() => inFlight.delete(delivery.id)),
+      );
+    }
+    schedule(claimed.length > 0 && claimed.length === room ? 0 : pollIntervalMs);
+  }
+
+  async function deliver(delivery: ClaimedDelivery): Promise<void> {
+    let responseStatus: number | undefined;
+    let failure: string | undefined;
+    try {
+      responseStatus = await send(delivery);
+    } catch (error) {
+      failure = describeFailure(error);
+    }
+    const now = clock.now();
+    const succeeded = responseStatus !== undefined && responseStatus >= 200 && responseStatus < 300;
+    // Cut short by shutdown: not the receiver's fault, so due again at once, on another node or after the restart.
+    const retryAt = succeeded
+      ? undefined
+      : stopping.signal.aborted
+        ? now
+        : nextAttemptAt(delivery.createdAt, delivery.attempt, now);
+    const next = succeeded
+      ? { status: 'succeeded' as const, dueAt: now }
+      : retryAt
+        ? { status: 'pending' as const, dueAt: retryAt }
+        : { status: 'failed' as const, dueAt: now };
+    const facts = {
+      webhook_id: delivery.id,
+      endpoint_id: delivery.endpointId,
+      event_type: delivery.eventType,
+      attempt: delivery.attempt,
+      response_status: responseStatus,
+      failure,
+    };
+    try {
+      await store.webhooks.finishAttempt({
+        delivery,
+        status: succeeded ? 'succeeded' : 'failed',
+        responseStatus,
+        next,
+      });
+    } catch (error) {
+      log.error({ err: error, ...facts }, 'webhook attempt not recorded; its claim lapses and it is tried again');
+      return;
+    }
+    const outcome = succeeded ? 'succeeded' : next.status === 'failed' ? 'gave_up' : 'failed';
+    metrics.webhookAttempted(outcome);
+    if (outcome === 'gave_up') log.warn(facts, 'webhook delivery given up after 24 hours');
+    else log.info({ ...facts, next_attempt_at: retryAt?.toISOString() }, `webhook attempt ${outcome}`);
+  }
+
+  /** POSTs the delivery; resolves with the answer's status, rejects when there is none. */
+  function send(delivery: ClaimedDelivery): Promise<number> {
+    const url = new URL(delivery.url);
+    // Checked at creation; checked again here, as the rules or the row may have changed since.
+    if (!allowPrivate) {
+      const host = hostOf(url);
+      const kind = isIP(host) ? addressRefusal(host) : undefined;
+      if (url.protocol !== 'https:' || kind)
+        throw new DestinationRefused(`the URL is not https or ${kind ?? 'allowed'}`);
+    }
+    const secret = unseal(delivery.sealedSecret, sealingKey, sealingContext(delivery.endpointId));
+    const timestamp = Math.floor(clock.now().getTime() / 1000);
+    const headers = {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(delivery.payload)),
+      'webhook-id': delivery.id,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signWebhook(secret, delivery.id, timestamp, delivery.payload),
+    };
+    const signal = AbortSignal.any([stopping.signal, AbortSignal.timeout(SEND_TIMEOUT_MS)]);
+    return new Promise((resolve, reject) => {
+      const request = (url.protocol === 'https:' ? https : http).request(
+        url,
+        // No connection pool: each attempt resolves (and so checks) the host anew.
+        { method: 'POST', headers, signal, agent: false, lookup: allowPrivate ? undefined : guardedLookup },
+        (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        },
+      );
+      request.on('error', reject);
+      request.end(delivery.payload);
+    });
+  }
+
+  function describeFailure(error: unknown): string {
+    if (stopping.signal.aborted) return 'cut short by shutdown';
+    if (error instanceof Error && error.name === 'AbortError') return `no answer within ${SEND_TIMEOUT_MS / 1000} s`;
+    if (error instanceof DestinationRefused) return `refused: ${error.message}`;
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? code : String(error);
+  }
+
+  return {
+    start() {
+      if (isRunning) return;
+      isRunning = true;
+      schedule(0);
+    },
+    async stop() {
+      isRunning = false;
+      clearTimeout(timer);
+      await polling;
+      const grace = new AbortController();
+      await Promise.race([
+        Promise.allSettled(inFlight.values()),
+        sleep(STOP_GRACE_MS, undefined, { signal: grace.signal }).catch(() => {}),
+      ]);
+      grace.abort();
+      stopping.abort();
+      await Promise.allSettled(inFlight.values());
+    },
+  };
+}
+
+export type DeliveryWorker = ReturnType<typeof createDeliveryWorker>;

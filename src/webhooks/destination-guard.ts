@@ -1,0 +1,93 @@
+import { lookup } from 'node:dns';
+import { lookup as lookupAsync } from 'node:dns/promises';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { ServiceError } from '../errors.js';
+
+/**
+ * Where a webhook may not go unless WEBHOOK_ALLOW_PRIVATE=true: our own host, the private network
+ * behind us, and the cloud metadata service (link-local), which a URL chosen by whoever holds the
+ * admin token could otherwise reach (SSRF). IPv4-mapped IPv6 addresses meet the IPv4 rules.
+ */
+const KINDS: Record<string, string[]> = {
+  loopback: ['127.0.0.0/8', '::1/128'],
+  private: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7'],
+  'link-local': ['169.254.0.0/16', 'fe80::/10'],
+  reserved: ['0.0.0.0/8', '192.0.0.0/24', '198.18.0.0/15', '224.0.0.0/4', '240.0.0.0/4', '::/128', 'ff00::/8'],
+};
+
+const BLOCKS = Object.entries(KINDS).map(([kind, ranges]) => {
+  const list = new BlockList();
+  for (const range of ranges) {
+    const [network = '', prefix] = range.split('/');
+    list.addSubnet(network, Number(prefix), isIP(network) === 6 ? 'ipv6' : 'ipv4');
+  }
+  return { kind, list };
+});
+
+/** Why a webhook may not go to this IP address (`loopback`, `private`, …), or undefined for a public one. */
+export function addressRefusal(address: string): string | undefined {
+  const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+  return BLOCKS.find(({ list }) => list.check(address, family))?.kind;
+}
+
+/** Thrown at send time when the destination resolves to an address a webhook may not go to. */
+export class DestinationRefused extends Error {}
+
+/**
+ * Throws 400 `webhook_url_refused` unless `url` is one a webhook may go to: https, no credentials,
+ * and (unless `allowPrivate`) a host whose every address is public.
+ */
+export async function checkDestination(url: string, allowPrivate: boolean): Promise<URL> {
+  const refuse = (reason: string) => new ServiceError('webhook_url_refused', reason);
+  if (!URL.canParse(url)) throw refuse('url: expected an absolute https URL, e.g. https://hooks.example.com/mfa');
+  const parsed = new URL(url);
+  const schemes = allowPrivate ? ['https:', 'http:'] : ['https:'];
+  if (!schemes.includes(parsed.protocol)) {
+    throw refuse(`url: expected an https URL, e.g. https://hooks.example.com/mfa (not ${parsed.protocol})`);
+  }
+  if (parsed.username || parsed.password) {
+    throw refuse('url: must not carry credentials; the signature tells the receiver the event is ours');
+  }
+  if (allowPrivate) return parsed;
+  const host = hostOf(parsed);
+  let addresses: string[];
+  try {
+    addresses = isIP(host) ? [host] : (await lookupAsync(host, { all: true })).map((found) => found.address);
+  } catch {
+    throw refuse(`url: the host ${host} does not resolve; give one with a public address`);
+  }
+  for (const address of addresses) {
+    const kind = addressRefusal(address);
+    if (kind) {
+      throw refuse(
+        `url: ${host} is a ${kind} address (${address}); webhooks go to public addresses only (WEBHOOK_ALLOW_PRIVATE=true lifts this)`,
+      );
+    }
+  }
+  return parsed;
+}
+
+/** The URL's host, without an IPv6 literal's brackets. */
+export function hostOf(url: URL): string {
+  return url.hostname.replace(/^\[(.*)\]$/, '$1');
+}
+
+/**
+ * A `lookup` for http.request that refuses a host resolving to any address a webhook may not go
+ * to. The check is made on the addresses the connection then uses, so a DNS answer that changed
+ * since the endpoint was created (DNS rebinding) is caught too.
+ */
+export const guardedLookup: LookupFunction = (hostname, options, callback) => {
+  lookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error, '', 0);
+    const refused = addresses.find((found) => addressRefusal(found.address));
+    if (refused) {
+      const kind = addressRefusal(refused.address);
+      return callback(new DestinationRefused(`${hostname} resolves to a ${kind} address`), '', 0);
+    }
+    if (options.all) return (callback as unknown as (error: null, all: typeof addresses) => void)(null, addresses);
+    const [first] = addresses;
+    if (!first) return callback(new DestinationRefused(`${hostname} has no address`), '', 0);
+    callback(null, first.address, first.family);
+  });
+};

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import { ADMIN_TOKEN, expectStatus, type Service, startService } from '../support/service.js';
+import { eventually } from '../support/webhook-receiver.js';
+
+// The SSRF guard (CONTRACT §16) with its default: https only, public addresses only.
+let service: Service;
+before(async () => {
+  service = await startService();
+});
+after(() => service.close());
+
+function create(url: string) {
+  return service.call('/admin/webhooks', { method: 'POST', token: ADMIN_TOKEN, body: { url } });
+}
+
+describe('webhook destinations', () => {
+  test('http, loopback, private and link-local destinations are refused with a 400 that says why', async () => {
+    const cases: [string, RegExp][] = [
+      ['http://hooks.example.com/mfa', /expected an https URL/],
+      ['https://127.0.0.1/hook', /loopback/],
+      ['https://127.8.9.10/hook', /loopback/],
+      ['https://0x7f.1/hook', /loopback/],
+      ['https://[::1]/hook', /loopback/],
+      ['https://[::ffff:127.0.0.1]/hook', /loopback/],
+      ['https://localhost/hook', /localhost is a loopback address/],
+      ['https://10.1.2.3/hook', /private/],
+      ['https://172.16.0.1/hook', /private/],
+      ['https://192.168.1.1/hook', /private/],
+      ['https://[fd00::1]/hook', /private/],
+      ['https://169.254.169.254/latest/meta-data/', /link-local/],
+      ['https://[fe80::1]/hook', /link-local/],
+      ['https://0.0.0.0/hook', /reserved/],
+    ];
+    for (const [url, reason] of cases) {
+      const answer = await expectStatus(create(url), 400);
+      assert.equal(answer.error, 'webhook_url_refused', url);
+      assert.match(answer.error_description, reason, url);
+    }
+    const listed = await expectStatus(service.call('/admin/webhooks', { token: ADMIN_TOKEN }), 200);
+    assert.deepEqual(listed.webhooks, [], 'nothing was created');
+  });
+
+  test('a public https address is accepted', async () => {
+    const created = await expectStatus(create('https://93.184.216.34/hooks/mfa'), 201);
+    assert.equal(created.url, 'https://93.184.216.34/hooks/mfa');
+    await expectStatus(service.call(`/admin/webhooks/${created.id}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+  });
+
+  test('the resolved address is checked again at send time: a host that now resolves to loopback is not called', async () => {
+    const connections: number[] = [];
+    const listener = createServer((socket) => {
+      connections.push(Date.now());
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const port = (listener.address() as { port: number }).port;
+    try {
+      // As if its DNS had changed since it was created (rebinding): the row holds a host that now
+      // resolves to 127.0.0.1. The secret is stored unsealed, which the worker also reads.
+      const id = randomUUID();
+      await service.execute(
+        sql`insert into webhook_endpoint (id, url, events, sealed_secret, created_at)
+            values (${id}, ${`https://localhost:${port}/hook`}, ${'["mfa.reset_by_operator"]'},
+                    ${'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'}, ${new Date().toISOString()})`,
+      );
+      const userId = await service.createUser('rebound', 'correct horse battery');
+      await expectStatus(service.call(`/admin/users/${userId}/mfa`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+      let log: any[] = [];
+      await eventually(async () => {
+        log = (await expectStatus(service.call(`/admin/webhooks/${id}/deliveries`, { token: ADMIN_TOKEN }), 200))
+          .deliveries;
+        return log.some((line) => line.status === 'failed');
+      });
+      assert.deepEqual(
+        log.filter((line) => line.attempted_at).map((line) => [line.attempt, line.status, line.response_status]),
+        [[1, 'failed', null]],
+      );
+      assert.deepEqual(connections, [], 'no connection was made');
+      assert.match(service.log(), /refused: localhost resolves to a loopback address/);
+    } finally {
+      listener.close();
+    }
+  });
+});
