@@ -10,7 +10,7 @@ const AUTH_TOKEN = 'twilio-auth-token-for-tests';
 const FROM = '+15005550006';
 const MESSAGING_SERVICE_SID = 'MG00000000000000000000000000000001';
 const GB_PHONE = '447400123456';
-/** In Ofcom's range for drama: possible, but libphonenumber cannot tell GB from GG, IM or JE. */
+/** In Ofcom's range for drama: possible, but assigned to no one, so not valid (CONTRACT §15). */
 const GB_DRAMA_PHONE = '447700900123';
 
 const NO_MFA = { enabled: false, challenge_type: '', phone_number: '' };
@@ -654,11 +654,12 @@ describe('country allowlist (SMS_ALLOWED_COUNTRIES=GB)', () => {
     assert.equal((await expectStatus(verify(gbOnly, token, code), 200)).enabled, true);
   });
 
-  test('a possible GB number outside the validated ranges (447700900123) is sent under SMS_ALLOWED_COUNTRIES=GB', async () => {
+  test('a possible GB number outside the assigned ranges (447700900123) is refused with 400 invalid_phone_number, and nothing is sent', async () => {
     const { token } = await freshUser(gbOnly);
     const asked = gbOnly.twilio.requestCount;
-    assert.equal((await expectStatus(requestCode(gbOnly, token, GB_DRAMA_PHONE), 200)).phone_number, GB_DRAMA_PHONE);
-    assert.equal(gbOnly.twilio.requestCount, asked + 1);
-    assert.equal(messagesTo(gbOnly, GB_DRAMA_PHONE).length, 1);
+    const { body } = await expectError(requestCode(gbOnly, token, GB_DRAMA_PHONE), 400, 'invalid_phone_number');
+    assert.match(body.error_description, /not a valid number/);
+    assert.equal(gbOnly.twilio.requestCount, asked, 'Twilio was not asked');
+    assert.deepEqual(await mfaStatus(gbOnly, token), NO_MFA);
   });
 });

@@ -16,10 +16,13 @@ import { createTestSchema, onPostgres } from './postgres.js';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 let phoneCount = 0;
-/** A distinct valid US number (digits only) per call, so hourly per-number caps never join tests. */
+/**
+ * A distinct valid US mobile-or-landline number (digits only) per call, each in a number range of
+ * its own (+1 415 2xx xx01), so that the hourly per-number and per-range caps never join tests.
+ */
 export function nextPhone(): string {
   phoneCount += 1;
-  return String(14_155_550_100 + phoneCount);
+  return String(14_152_000_001 + phoneCount * 100);
 }
 
 /** A clock the test moves forward instead of sleeping. */

@@ -3,6 +3,7 @@ import * as core from './2026_11_23_0900_core.js';
 import * as backupCodesThrottleAudit from './2026_11_23_1500_backup_codes_throttle_audit.js';
 import * as hardening from './2026_11_23_2100_hardening.js';
 import * as mfaFactors from './2026_11_23_2200_mfa_factors.js';
+import * as smsFraud from './2026_11_23_2320_sms_fraud.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_23_1500_backup_codes_throttle_audit': backupCodesThrottleAudit,
   '2026_11_23_2100_hardening': hardening,
   '2026_11_23_2200_mfa_factors': mfaFactors,
+  '2026_11_23_2320_sms_fraud': smsFraud,
 };
