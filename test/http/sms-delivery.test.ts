@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { connect, createServer, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { expectStatus, nextPhone, type Service, type ServiceOptions, startService } from '../support/service.js';
+import { expectError, retryAfterOf, startOfNextHour } from '../support/sms-calls.js';
 
 const PASSWORD = 'correct horse battery';
 // The Twilio settings test/support/service.ts gives every service.
@@ -103,32 +104,6 @@ function mfaStatus(on: Service, token: string) {
 
 function messagesTo(on: Service, phone: string) {
   return on.twilio.messages.filter((message) => message.to === `+${phone}`);
-}
-
-/** Asserts an error answer: this status, a body of exactly {error, error_description}, this code. */
-async function expectError(pending: Promise<Response>, status: number, error: string) {
-  const response = await pending;
-  const text = await response.text();
-  assert.equal(response.status, status, `expected ${status} ${error}, got ${response.status}: ${text}`);
-  const body = JSON.parse(text) as { error: string; error_description: string };
-  assert.deepEqual(Object.keys(body).sort(), ['error', 'error_description'], text);
-  assert.equal(body.error, error, text);
-  assert.equal(typeof body.error_description, 'string');
-  assert.ok(body.error_description.length > 0, 'the description is not empty');
-  return { body, headers: response.headers };
-}
-
-/** The Retry-After header as whole seconds; fails unless it is one. */
-function retryAfterOf(headers: Headers): number {
-  const raw = headers.get('retry-after') ?? '';
-  assert.match(raw, /^\d+$/, `Retry-After: "${raw}"`);
-  return Number(raw);
-}
-
-/** Moves the clock to just after the start of the next hour, so that no hourly window ends inside a test. */
-function startOfNextHour(on: Service) {
-  const intoHourMs = on.clock.now().getTime() % HOUR_MS;
-  on.clock.advance(Math.ceil((HOUR_MS - intoHourMs) / 1000) + 1);
 }
 
 let service: Service;
