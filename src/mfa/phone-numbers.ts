@@ -1,5 +1,5 @@
-// The full metadata ("max"): validity and line types need it. It adds about 75 KB to the bundle
-// (the min metadata it replaces is 83 KB, the max 157 KB) and nothing measurable to start-up.
+// The full metadata ("max"): validity and line types need it. Measured against the "min" build it
+// replaces: 77 KB more bundle, about 4 MB more idle memory (83 → 87 MB), no measurable start-up time.
 import { parsePhoneNumberWithError } from 'libphonenumber-js/max';
 import { ServiceError } from '../errors.js';
 
