@@ -22,16 +22,13 @@ export const BLOCKABLE_LINE_TYPES = [
 ] as const;
 export type BlockableLineType = (typeof BLOCKABLE_LINE_TYPES)[number];
 
-/** CONTRACT §15: refused by default. VOIP and PERSONAL_NUMBER may be added, any of these removed. */
-export const DEFAULT_BLOCKED_LINE_TYPES: readonly BlockableLineType[] = [
-  'PREMIUM_RATE',
-  'SHARED_COST',
-  'TOLL_FREE',
-  'UAN',
-  'VOICEMAIL',
-  'PAGER',
-  'NON_GEOGRAPHIC',
-];
+/** Blockable, but let through unless listed: numbers a person may well get texts on. */
+const ALLOWED_BY_DEFAULT: readonly BlockableLineType[] = ['VOIP', 'PERSONAL_NUMBER', 'FIXED_LINE'];
+
+/** CONTRACT §15: refused by default (SMS_BLOCKED_LINE_TYPES replaces the list). */
+export const DEFAULT_BLOCKED_LINE_TYPES: readonly BlockableLineType[] = BLOCKABLE_LINE_TYPES.filter(
+  (type) => !ALLOWED_BY_DEFAULT.includes(type),
+);
 
 /** How a refusal names each type to the caller. */
 const LINE_TYPE_NAMES: Record<BlockableLineType, string> = {

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
+import { runAdmin } from '../support/admin-cli.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 import {
   expectError,
@@ -17,8 +16,6 @@ import {
 
 // CONTRACT §15 over HTTP: what can receive a code, the country and range budgets, the anomaly pause.
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const ADMIN = fileURLToPath(new URL('../../dist/cli/admin.js', import.meta.url));
 const NO_MFA = { enabled: false, challenge_type: '', phone_number: '' };
 const MFA_REQUIRED = { mfa_required: true, mfa_type: 'sms' };
 /** Leaves the country budgets and the range budget out of the way of what a test looks at. */
@@ -40,23 +37,7 @@ async function eventsOf(on: Service, userId: string) {
 
 /** Runs the admin CLI (the built one, as `npm run admin` does) on the service's database. */
 function admin(on: Service, args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [ADMIN, ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', DATABASE_URL: on.config.databaseUrl, ...env },
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  child.stdin.end();
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runAdmin(on.config.databaseUrl, args, { env });
 }
 
 describe('what can receive a code (the default SMS_BLOCKED_LINE_TYPES)', () => {

@@ -1,5 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { lastCodeIn, startFakeServer } from './fake-provider.js';
 
 export interface VonageMessage {
   apiKey: string;
@@ -22,14 +21,9 @@ type Behaviour = 'deliver' | 'fail' | 'hang';
 export async function startFakeVonage(credentials: { apiKey: string; apiSecret: string }) {
   const messages: VonageMessage[] = [];
   const refusedNumbers = new Map<string, string>();
-  const hanging = new Set<ServerResponse>();
   let behaviour: Behaviour = 'deliver';
-  let requestCount = 0;
 
-  const server = createServer(async (request: IncomingMessage, response: ServerResponse) => {
-    requestCount += 1;
-    let raw = '';
-    for await (const chunk of request) raw += chunk;
+  const server = await startFakeServer((request, response, raw, hold) => {
     const contentType = request.headers['content-type'] ?? '';
     const fields: Record<string, string> = contentType.startsWith('application/json')
       ? JSON.parse(raw)
@@ -58,7 +52,7 @@ export async function startFakeVonage(credentials: { apiKey: string; apiSecret: 
       });
     if (behaviour === 'hang') {
       take();
-      hanging.add(response);
+      hold();
       return;
     }
     const refusal = refusedNumbers.get(fields.to ?? '');
@@ -71,14 +65,13 @@ export async function startFakeVonage(credentials: { apiKey: string; apiSecret: 
       network: '23410',
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: server.url,
     messages,
     /** How many requests reached the fake, delivered or not. */
     get requestCount() {
-      return requestCount;
+      return server.requestCount;
     },
     /** Answer every message to `digits` (no +) with this status ("7": number barred). */
     refuse(digits: string, status = '7') {
@@ -90,16 +83,12 @@ export async function startFakeVonage(credentials: { apiKey: string; apiSecret: 
     },
     /** The code in the last message sent to `digits` (no +), or throws. */
     lastCodeFor(digits: string): string {
-      const message = messages.filter((sent) => sent.to === digits).at(-1);
-      const code = message && /\b(\d{6})\b/.exec(message.text)?.[1];
-      if (!code) throw new Error(`no code was sent to ${digits} through Vonage`);
-      return code;
+      return lastCodeIn(
+        messages.filter((sent) => sent.to === digits).map((sent) => sent.text),
+        `${digits} through Vonage`,
+      );
     },
-    async close() {
-      for (const response of hanging) response.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 
