@@ -13,12 +13,15 @@ const VONAGE = { apiKey: 'vonage-key-0001', apiSecret: 'vonage-secret-for-tests'
 const NO_MFA = { enabled: false, challenge_type: '', phone_number: '' };
 const MFA_REQUIRED = { mfa_required: true, mfa_type: 'sms' };
 
-/** One-second provider deadlines instead of ten, so that "a provider hangs" costs a second of real time. */
+/**
+ * A 2 s primary deadline instead of ten, so that "Twilio hangs" costs two seconds of real time;
+ * the fallback never hangs here, and keeps 5 s so that a busy machine cannot make it time out.
+ */
 function shortTimeouts(config: Config): Config {
   return {
     ...config,
-    sms: config.sms.kind === 'twilio' ? { ...config.sms, timeoutMs: 1000 } : config.sms,
-    smsFallback: config.smsFallback && { ...config.smsFallback, timeoutMs: 1000 },
+    sms: config.sms.kind === 'twilio' ? { ...config.sms, timeoutMs: 2000 } : config.sms,
+    smsFallback: config.smsFallback && { ...config.smsFallback, timeoutMs: 5000 },
   };
 }
 
