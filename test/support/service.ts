@@ -99,7 +99,12 @@ export async function startService(options: ServiceOptions = {}) {
     dbPath,
     /** Every row of every table, as text, to search for secrets in either dialect. */
     async dumpDatabase(): Promise<string> {
-      const tables = await db.introspection.getTables();
+      // On PostgreSQL the introspection lists every schema's tables, other test runs' included.
+      const own =
+        dialect === 'postgres'
+          ? (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0]?.name
+          : undefined;
+      const tables = (await db.introspection.getTables()).filter((table) => own === undefined || table.schema === own);
       const dumps = await Promise.all(
         tables.map(async (table) => {
           const rows = await sql`select * from ${sql.table(table.name)}`.execute(db);
