@@ -99,12 +99,14 @@ export async function startService(options: ServiceOptions = {}) {
     dbPath,
     /** Every row of every table, as text, to search for secrets in either dialect. */
     async dumpDatabase(): Promise<string> {
-      // On PostgreSQL the introspection lists every schema's tables, other test runs' included.
-      const own =
+      // Not Kysely's introspection: on PostgreSQL it reads every schema, and other test runs on the
+      // server create and drop theirs while it reads.
+      const listed =
         dialect === 'postgres'
-          ? (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0]?.name
-          : undefined;
-      const tables = (await db.introspection.getTables()).filter((table) => own === undefined || table.schema === own);
+          ? sql<{ name: string }>`select table_name as name from information_schema.tables
+              where table_schema = current_schema() and table_type = 'BASE TABLE'`
+          : sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`;
+      const tables = (await listed.execute(db)).rows;
       const dumps = await Promise.all(
         tables.map(async (table) => {
           const rows = await sql`select * from ${sql.table(table.name)}`.execute(db);
