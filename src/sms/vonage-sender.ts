@@ -54,7 +54,9 @@ export function createVonageSender(config: VonageConfig, provider = 'vonage'): S
       const failed = (messages as VonageMessage[]).find((message) => String(message.status) !== '0');
       if (!failed) return;
       const vonageStatus = String(failed.status);
-      const errorText = typeof failed['error-text'] === 'string' ? failed['error-text'] : undefined;
+      // Digits masked: an error text may quote the number.
+      const errorText =
+        typeof failed['error-text'] === 'string' ? failed['error-text'].replace(/\d{5,}/g, '…') : undefined;
       if (REFUSED_NUMBER_STATUSES.has(vonageStatus)) {
         log.info({ to, provider, vonageStatus, errorText }, 'vonage refused the number');
         throw new ServiceError(
