@@ -129,6 +129,10 @@ async function main() {
     SMS_USER_HOURLY_LIMIT: '1000',
     SMS_NUMBER_HOURLY_LIMIT: '1000',
     SMS_GLOBAL_HOURLY_LIMIT: '10000000',
+    // The users enrol 300 consecutive US numbers in one burst: what the fraud defence is made to stop.
+    SMS_COUNTRY_HOURLY_LIMIT: '10000000',
+    SMS_RANGE_HOURLY_LIMIT: '1000000',
+    SMS_ANOMALY_FLOOR: '10000000',
   });
   const readyMs = Math.round(performance.now() - startedAt);
   const base = service.url;

@@ -24,6 +24,7 @@ import { webauthnRoutes } from './http/routes/webauthn.js';
 import { createAttemptLimiter } from './limits/attempt-limiter.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createBackupCodes } from './mfa/backup-codes.js';
+import { createCountryBudgets } from './mfa/country-budgets.js';
 import { createEnrolment } from './mfa/enrolment.js';
 import type { SecondFactors } from './mfa/factors/factor.js';
 import { createSmsFactor } from './mfa/factors/sms.js';
@@ -45,8 +46,10 @@ import { createSessions } from './oauth/sessions.js';
 import { createSigningKeys } from './oauth/signing-keys.js';
 import { createTokenIssuer } from './oauth/token-issuer.js';
 import { createConsoleSender } from './sms/console-sender.js';
+import { createSmsDelivery } from './sms/failover.js';
 import type { SmsSender } from './sms/sms-sender.js';
 import { createTwilioSender } from './sms/twilio-sender.js';
+import { createVonageSender } from './sms/vonage-sender.js';
 import type { Database } from './store/database.js';
 import { checkSchemaIsCurrent } from './store/migrate.js';
 import { createStore } from './store/store.js';
@@ -110,18 +113,26 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const hashSecret =
     config.secretKey ?? (await store.secrets.findOrCreateSecret('code-hash-key', randomToken(32), clock.now()));
   const codeKey = deriveKey(hashSecret, 'one-time-code-hash');
-  const { registry, metrics } = createMetrics(
-    () => store.factors.countUsersWithMfa(),
-    () => readOutboxState(store, clock.now()),
-  );
+  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
+  const countries = createCountryBudgets({ store, clock, limits: config.smsLimits, audit });
+  const { registry, metrics } = createMetrics({
+    countEnabledUsers: () => store.factors.countUsersWithMfa(),
+    readOutbox: () => readOutboxState(store, clock.now()),
+    listPausedCountries: () => countries.listPausedCountries(),
+  });
   const smsSender: SmsSender =
     config.sms.kind === 'twilio'
       ? createTwilioSender(config.sms)
       : createConsoleSender(deps.consoleSmsWrite ?? ((line) => process.stderr.write(line)));
-  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
+  const fallback = config.smsFallback;
+  const smsFallback =
+    fallback?.kind === 'twilio'
+      ? createTwilioSender(fallback, 'twilio_fallback')
+      : fallback && createVonageSender(fallback);
   const codes = createOneTimeCodes({
     store,
-    sms: smsSender,
+    sms: createSmsDelivery({ primary: smsSender, fallback: smsFallback, clock }),
+    countries,
     clock,
     codeKey,
     limits: config.smsLimits,
@@ -156,7 +167,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const throttle = createLoginThrottle({ limiter, audit, throttleKey: deriveKey(hashSecret, 'login-throttle') });
   const guesses = createGuessBudget({ limiter, audit });
   // Every kind of second factor, by type: the password grant reaches them only through this map.
-  const sms = createSmsFactor({ store, codes, enrolment, audit, clock });
+  const sms = createSmsFactor({
+    store,
+    codes,
+    enrolment,
+    audit,
+    clock,
+    blockedLineTypes: config.smsLimits.blockedLineTypes,
+  });
   const totp = createTotpFactor({
     store,
     metrics,

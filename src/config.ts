@@ -1,18 +1,33 @@
 import { isIP } from 'node:net';
-import { isSupportedCountry } from 'libphonenumber-js';
+// The max build, as in mfa/phone-numbers.ts, so that the bundle holds one copy of the metadata.
+import { isSupportedCountry } from 'libphonenumber-js/max';
+import { BLOCKABLE_LINE_TYPES, type BlockableLineType, DEFAULT_BLOCKED_LINE_TYPES } from './mfa/phone-numbers.js';
 
-export type SmsProviderConfig =
-  | { kind: 'console' }
-  | {
-      kind: 'twilio';
-      accountSid: string;
-      authToken: string;
-      /** Exactly one of `from` and `messagingServiceSid` is set. */
-      from?: string;
-      messagingServiceSid?: string;
-      apiUrl: string;
-      timeoutMs: number;
-    };
+export type TwilioConfig = {
+  kind: 'twilio';
+  accountSid: string;
+  authToken: string;
+  /** Exactly one of `from` and `messagingServiceSid` is set. */
+  from?: string;
+  messagingServiceSid?: string;
+  apiUrl: string;
+  timeoutMs: number;
+};
+
+/** Vonage's SMS API (POST {apiUrl}/sms/json). */
+export type VonageConfig = {
+  kind: 'vonage';
+  apiKey: string;
+  apiSecret: string;
+  /** A number or an alphanumeric sender id. */
+  from: string;
+  apiUrl: string;
+  timeoutMs: number;
+};
+
+export type SmsProviderConfig = { kind: 'console' } | TwilioConfig;
+/** CONTRACT §15: the provider that takes over when the primary fails or is silent. */
+export type SmsFallbackConfig = TwilioConfig | VonageConfig;
 
 export interface Config {
   port: number;
@@ -29,6 +44,8 @@ export interface Config {
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   sms: SmsProviderConfig;
+  /** Undefined: no failover. */
+  smsFallback?: SmsFallbackConfig;
   smsLimits: SmsLimits;
   /** Undefined: a key kept in the database is used, with a warning at start (refused in production). */
   secretKey?: string;
@@ -60,13 +77,24 @@ export interface SmsLimits {
   globalPerHour: number;
   /** ISO 3166 alpha-2 codes; undefined means every country. */
   allowedCountries?: readonly string[];
+  /** CONTRACT §15: line types (and NON_GEOGRAPHIC) that may not receive an enrolment code. */
+  blockedLineTypes: readonly BlockableLineType[];
+  /** Enrolment SMS per country (ISO code) per clock hour: `byCountry`'s entry, else `default`. */
+  perCountryPerHour: { default: number; byCountry: Readonly<Record<string, number>> };
+  /** Enrolment SMS per number range (every digit but the last two) per clock hour. */
+  perRangePerHour: number;
+  /**
+   * The anomaly pause: a country's enrolment SMS pause for the rest of the clock hour when this
+   * hour's would pass max(`floor`, `multiple` × the country's hourly average over the 7 days before).
+   */
+  anomaly: { multiple: number; floor: number };
 }
 
 /** Thrown for a bad setting; its message is the one line printed at start-up. */
 export class ConfigError extends Error {}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const TWILIO_TIMEOUT_MS = 10_000;
+const PROVIDER_TIMEOUT_MS = 10_000;
 
 /** Parses the environment into a frozen Config; throws ConfigError naming the first bad variable. */
 export function loadConfig(env: Record<string, string | undefined>): Config {
@@ -133,6 +161,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     accessTokenTtlSeconds: integer('ACCESS_TOKEN_TTL', 900, 60, 86_400),
     refreshTokenTtlSeconds: integer('REFRESH_TOKEN_TTL', 2_592_000, 60, 31_536_000),
     sms: loadSmsProvider(value, isProduction),
+    smsFallback: loadSmsFallback(value),
     smsLimits: loadSmsLimits(value, integer),
     secretKey,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', 90, 1, 36_500),
@@ -150,31 +179,65 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return deepFreeze(config);
 }
 
-function loadSmsProvider(value: (name: string) => string | undefined, isProduction: boolean): SmsProviderConfig {
+type Reader = (name: string) => string | undefined;
+
+function loadSmsProvider(value: Reader, isProduction: boolean): SmsProviderConfig {
   const kind = value('SMS_PROVIDER') ?? 'console';
   if (kind === 'console') {
     if (isProduction) throw new ConfigError('SMS_PROVIDER=console is refused when NODE_ENV=production; use twilio');
     return { kind };
   }
   if (kind !== 'twilio') throw new ConfigError(`SMS_PROVIDER must be twilio or console, got "${kind}"`);
+  return loadTwilio(value, 'TWILIO_', 'SMS_PROVIDER=twilio');
+}
 
-  const required = (name: string) => {
+function loadSmsFallback(value: Reader): SmsFallbackConfig | undefined {
+  const kind = value('SMS_FALLBACK_PROVIDER');
+  if (kind === undefined) return undefined;
+  if (value('SMS_PROVIDER') !== 'twilio') {
+    throw new ConfigError('SMS_FALLBACK_PROVIDER needs SMS_PROVIDER=twilio (the console sink never fails over)');
+  }
+  if (kind === 'twilio') return loadTwilio(value, 'TWILIO_FALLBACK_', 'SMS_FALLBACK_PROVIDER=twilio');
+  if (kind !== 'vonage') throw new ConfigError(`SMS_FALLBACK_PROVIDER must be twilio or vonage, got "${kind}"`);
+  const required = requiredWhen(value, 'SMS_FALLBACK_PROVIDER=vonage');
+  return {
+    kind,
+    apiKey: required('VONAGE_API_KEY'),
+    apiSecret: required('VONAGE_API_SECRET'),
+    from: required('VONAGE_FROM'),
+    apiUrl: httpUrl(value, 'VONAGE_API_URL', 'https://rest.nexmo.com'),
+    timeoutMs: PROVIDER_TIMEOUT_MS,
+  };
+}
+
+/** A Twilio account from the variables named `<prefix>ACCOUNT_SID` and so on. */
+function loadTwilio(value: Reader, prefix: string, because: string): TwilioConfig {
+  const required = requiredWhen(value, because);
+  const accountSid = required(`${prefix}ACCOUNT_SID`);
+  const authToken = required(`${prefix}AUTH_TOKEN`);
+  const from = value(`${prefix}FROM`);
+  const messagingServiceSid = value(`${prefix}MESSAGING_SERVICE_SID`);
+  if ((from === undefined) === (messagingServiceSid === undefined)) {
+    throw new ConfigError(`${prefix}FROM or ${prefix}MESSAGING_SERVICE_SID must be set, exactly one of them`);
+  }
+  const apiUrl = httpUrl(value, `${prefix}API_URL`, 'https://api.twilio.com');
+  return { kind: 'twilio', accountSid, authToken, from, messagingServiceSid, apiUrl, timeoutMs: PROVIDER_TIMEOUT_MS };
+}
+
+function requiredWhen(value: Reader, because: string) {
+  return (name: string) => {
     const found = value(name);
-    if (found === undefined) throw new ConfigError(`${name} is required when SMS_PROVIDER=twilio`);
+    if (found === undefined) throw new ConfigError(`${name} is required when ${because}`);
     return found;
   };
-  const accountSid = required('TWILIO_ACCOUNT_SID');
-  const authToken = required('TWILIO_AUTH_TOKEN');
-  const from = value('TWILIO_FROM');
-  const messagingServiceSid = value('TWILIO_MESSAGING_SERVICE_SID');
-  if ((from === undefined) === (messagingServiceSid === undefined)) {
-    throw new ConfigError('TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID must be set, exactly one of them');
-  }
-  const apiUrl = (value('TWILIO_API_URL') ?? 'https://api.twilio.com').replace(/\/+$/, '');
-  if (!URL.canParse(apiUrl) || !/^https?:/.test(apiUrl)) {
-    throw new ConfigError(`TWILIO_API_URL must be an http(s) URL, got "${apiUrl}"`);
-  }
-  return { kind, accountSid, authToken, from, messagingServiceSid, apiUrl, timeoutMs: TWILIO_TIMEOUT_MS };
+}
+
+/** An http(s) base URL, without its trailing slashes. */
+function httpUrl(value: Reader, name: string, fallback: string): string {
+  const url = (value(name) ?? fallback).replace(/\/+$/, '');
+  if (!URL.canParse(url) || !/^https?:/.test(url))
+    throw new ConfigError(`${name} must be an http(s) URL, got "${url}"`);
+  return url;
 }
 
 function loadWebauthn(value: (name: string) => string | undefined, issuer: string, serviceName: string) {
@@ -199,7 +262,7 @@ function loadWebauthn(value: (name: string) => string | undefined, issuer: strin
 }
 
 function loadSmsLimits(
-  value: (name: string) => string | undefined,
+  value: Reader,
   integer: (name: string, fallback: number, min: number, max: number) => number,
 ): SmsLimits {
   const globalPerHour = integer('SMS_GLOBAL_HOURLY_LIMIT', 1000, 2, 10_000_000);
@@ -218,7 +281,58 @@ function loadSmsLimits(
     enrolmentPerHour,
     globalPerHour,
     allowedCountries: loadAllowedCountries(value('SMS_ALLOWED_COUNTRIES')),
+    blockedLineTypes: loadBlockedLineTypes(value('SMS_BLOCKED_LINE_TYPES')),
+    perCountryPerHour: loadCountryLimits(value('SMS_COUNTRY_HOURLY_LIMIT')),
+    perRangePerHour: integer('SMS_RANGE_HOURLY_LIMIT', 5, 1, 1_000_000),
+    anomaly: {
+      multiple: integer('SMS_ANOMALY_MULTIPLE', 10, 1, 1000),
+      floor: integer('SMS_ANOMALY_FLOOR', 20, 1, 10_000_000),
+    },
   };
+}
+
+/** `SMS_BLOCKED_LINE_TYPES`: comma-separated types, or `none`. */
+function loadBlockedLineTypes(raw: string | undefined): BlockableLineType[] {
+  if (raw === undefined) return [...DEFAULT_BLOCKED_LINE_TYPES];
+  if (raw.trim().toLowerCase() === 'none') return [];
+  const types = raw.split(',').map((type) => type.trim().toUpperCase());
+  for (const type of types) {
+    if (!(BLOCKABLE_LINE_TYPES as readonly string[]).includes(type)) {
+      throw new ConfigError(
+        `SMS_BLOCKED_LINE_TYPES must be none or comma-separated types of ${BLOCKABLE_LINE_TYPES.join(', ')}, got "${type}"`,
+      );
+    }
+  }
+  return [...new Set(types as BlockableLineType[])];
+}
+
+/** `SMS_COUNTRY_HOURLY_LIMIT`: a bare number for every country, `CC=N` for one, e.g. `100,US=500,GB=200`. */
+function loadCountryLimits(raw: string | undefined): SmsLimits['perCountryPerHour'] {
+  const limits = { default: 100, byCountry: {} as Record<string, number> };
+  if (raw === undefined) return limits;
+  let sawDefault = false;
+  for (const entry of raw.split(',').map((part) => part.trim())) {
+    const match = /^(?:([A-Za-z]{2})=)?(\d{1,8})$/.exec(entry);
+    const limit = Number(match?.[2] ?? 0);
+    const country = match?.[1]?.toUpperCase();
+    if (!match || limit < 1) {
+      throw new ConfigError(
+        `SMS_COUNTRY_HOURLY_LIMIT must be a number for every country and CC=N entries, comma-separated (e.g. 100,US=500,GB=200), got "${entry}"`,
+      );
+    }
+    if (country === undefined) {
+      if (sawDefault) throw new ConfigError('SMS_COUNTRY_HOURLY_LIMIT may hold one bare number (the default), not two');
+      sawDefault = true;
+      limits.default = limit;
+    } else if (!isSupportedCountry(country)) {
+      throw new ConfigError(`SMS_COUNTRY_HOURLY_LIMIT names "${country}", which is not an ISO 3166 country code`);
+    } else if (country in limits.byCountry) {
+      throw new ConfigError(`SMS_COUNTRY_HOURLY_LIMIT names ${country} twice`);
+    } else {
+      limits.byCountry[country] = limit;
+    }
+  }
+  return limits;
 }
 
 /**

@@ -23,6 +23,8 @@ export type ErrorCode =
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'sms_rate_limited'
+  | 'sms_country_paused'
+  | 'invalid_phone_number'
   | 'phone_number_not_allowed'
   | 'phone_number_rejected'
   | 'sms_unavailable'

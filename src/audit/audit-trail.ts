@@ -24,7 +24,9 @@ export type SecurityEventType =
   | 'backup_codes_regenerated'
   | 'refresh_token_reuse'
   | 'mfa_throttled'
-  | 'user_deleted';
+  | 'user_deleted'
+  | 'sms_country_paused'
+  | 'sms_country_resumed';
 
 const HOUR_MS = 3_600_000;
 

@@ -5,6 +5,7 @@ import { systemClock } from '../clock.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
 import { deriveKey, randomToken } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import { type CountryStatus, createCountryBudgets } from '../mfa/country-budgets.js';
 import { createMfaRemoval } from '../mfa/mfa-removal.js';
 import { createClients } from '../oauth/clients.js';
 import { createSessions } from '../oauth/sessions.js';
@@ -50,6 +51,8 @@ function createServices(store: Store, config: Config) {
       const sealingKey = deriveKey(serviceSecret, WEBHOOK_SEALING_PURPOSE);
       return createWebhookEndpoints({ store, clock, sealingKey, allowPrivate: config.webhookAllowPrivate });
     },
+    countries: createCountryBudgets({ store, clock, limits: config.smsLimits, audit }),
+    smsLimits: config.smsLimits,
   };
 }
 
@@ -216,7 +219,56 @@ const COMMANDS: Record<string, Command> = {
       );
     },
   },
+  'sms-status': {
+    usage: 'sms-status',
+    summary: 'show the enrolment SMS budgets, by country, and the countries paused',
+    help: 'One line per country with enrolment SMS in the last 7 days, a budget of its own or a pause:\nsent this clock hour and its budget, its hourly average over the 7 days before, the count\nthat would pause it, and its state. Then the settings every country shares.',
+    arity: 0,
+    async run(_args, { countries, smsLimits }) {
+      const rows = await countries.listCountries();
+      const { perCountryPerHour, perRangePerHour, anomaly } = smsLimits;
+      print(
+        [
+          'country\tsent this hour\tbudget\t7-day average per hour\tpauses past\tstate',
+          ...rows.map((row) =>
+            [
+              row.country,
+              row.sentThisHour,
+              row.hourlyLimit,
+              row.averagePerHour.toFixed(1),
+              row.pauseThreshold,
+              stateOf(row),
+            ].join('\t'),
+          ),
+          '',
+          `budget per country: ${perCountryPerHour.default} an hour, unless set above (SMS_COUNTRY_HOURLY_LIMIT)`,
+          `budget per number range (all digits but the last 2): ${perRangePerHour} an hour (SMS_RANGE_HOURLY_LIMIT)`,
+          `a country pauses past ${anomaly.multiple} × its 7-day hourly average, and never below ${anomaly.floor} an hour (SMS_ANOMALY_MULTIPLE, SMS_ANOMALY_FLOOR)`,
+        ].join('\n'),
+      );
+    },
+  },
+  'sms-resume': {
+    usage: 'sms-resume <country>',
+    summary: 'resume the enrolment SMS of a country the anomaly check paused',
+    help: 'The country is its ISO 3166 code (US, GB), as sms-status shows it. The resume holds for the\nrest of the clock hour; the country budget still applies.',
+    arity: 1,
+    async run([country = ''], { countries }) {
+      const code = country.toUpperCase();
+      if (!(await countries.resume(code))) {
+        throw new ServiceError('invalid_request', `enrolment SMS to ${code} are not paused (see sms-status)`);
+      }
+      print(`enrolment SMS to ${code} resumed for the rest of the hour`);
+    },
+  },
 };
+
+/** A country's state as sms-status prints it. */
+function stateOf(row: CountryStatus): string {
+  if (row.pausedUntil) return `paused until ${row.pausedUntil.toISOString()} (sms-resume ${row.country})`;
+  if (row.resumedAt) return `resumed at ${row.resumedAt.toISOString()}`;
+  return 'sending';
+}
 
 function mainHelp(): string {
   const width = Math.max(...Object.values(COMMANDS).map((command) => command.usage.length));

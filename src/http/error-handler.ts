@@ -23,6 +23,8 @@ const STATUS: Record<ErrorCode, number> = {
   too_many_factors: 409,
   sms_cooldown: 429,
   sms_rate_limited: 429,
+  sms_country_paused: 429,
+  invalid_phone_number: 400,
   phone_number_not_allowed: 400,
   phone_number_rejected: 400,
   sms_unavailable: 502,

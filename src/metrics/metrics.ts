@@ -7,7 +7,8 @@ export type SmsOutcome =
   | 'timeout'
   | 'suppressed_cooldown'
   | 'suppressed_cap'
-  | 'suppressed_country';
+  | 'suppressed_country'
+  | 'suppressed_paused';
 export type LoginOutcome = 'tokens' | 'mfa_required' | 'invalid_grant' | 'throttled';
 /** A webhook attempt: `failed` is tried again, `gave_up` was the last try (24 hours on). */
 export type WebhookOutcome = 'succeeded' | 'failed' | 'gave_up';
@@ -25,15 +26,29 @@ export interface OutboxState {
  * a number or a secret: purposes, outcomes, calling codes and amr values only.
  */
 export interface ServiceMetrics {
-  smsSent(purpose: string, countryCallingCode: string, outcome: SmsOutcome, durationSeconds?: number): void;
+  /** `provider` names who was asked (`twilio`, `vonage` …), `none` when no provider was (suppressed). */
+  smsSent(
+    purpose: string,
+    countryCallingCode: string,
+    outcome: SmsOutcome,
+    provider: string,
+    durationSeconds?: number,
+  ): void;
   codeChecked(purpose: string, outcome: string, factorType: string): void;
   loginAnswered(outcome: LoginOutcome, amr?: readonly string[], factorType?: string): void;
   requestServed(route: string, method: string, status: number, durationSeconds: number): void;
   webhookAttempted(outcome: WebhookOutcome): void;
 }
 
+/** What the gauges read when scraped, from the database, so that every node reports the same shared state. */
+export interface GaugeSources {
+  countEnabledUsers: () => Promise<number>;
+  readOutbox: () => Promise<OutboxState>;
+  listPausedCountries: () => Promise<string[]>;
+}
+
 /** A registry of its own per app (tests run several apps in one process). */
-export function createMetrics(countEnabledUsers: () => Promise<number>, readOutbox: () => Promise<OutboxState>) {
+export function createMetrics({ countEnabledUsers, readOutbox, listPausedCountries }: GaugeSources) {
   const registry = new Registry();
   const requestDuration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -44,13 +59,14 @@ export function createMetrics(countEnabledUsers: () => Promise<number>, readOutb
   });
   const smsSent = new Counter({
     name: 'mfa_sms_sent_total',
-    help: 'SMS send attempts by purpose, destination country calling code and outcome',
-    labelNames: ['purpose', 'country_calling_code', 'outcome'],
+    help: 'SMS send attempts by purpose, destination country calling code, outcome and provider',
+    labelNames: ['purpose', 'country_calling_code', 'outcome', 'provider'],
     registers: [registry],
   });
   const smsDuration = new Histogram({
     name: 'mfa_sms_send_duration_seconds',
-    help: 'Time the SMS provider took to accept or refuse a message',
+    help: 'Time the SMS provider took to accept or refuse a message, by provider',
+    labelNames: ['provider'],
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
     registers: [registry],
   });
@@ -105,11 +121,24 @@ export function createMetrics(countEnabledUsers: () => Promise<number>, readOutb
       this.set((await readOutboxOnce()).oldestAgeSeconds);
     },
   });
+  // Countries once paused stay in the series at 0, so that a resume shows as a fall, not a gap.
+  const countriesSeenPaused = new Set<string>();
+  new Gauge({
+    name: 'mfa_sms_country_paused',
+    help: 'Countries whose enrolment SMS are paused by the anomaly check (1), or were (0)',
+    labelNames: ['country'],
+    registers: [registry],
+    async collect() {
+      const paused = await listPausedCountries();
+      for (const country of paused) countriesSeenPaused.add(country);
+      for (const country of countriesSeenPaused) this.set({ country }, paused.includes(country) ? 1 : 0);
+    },
+  });
 
   const metrics: ServiceMetrics = {
-    smsSent(purpose, countryCallingCode, outcome, durationSeconds) {
-      smsSent.inc({ purpose, country_calling_code: countryCallingCode, outcome });
-      if (durationSeconds !== undefined) smsDuration.observe(durationSeconds);
+    smsSent(purpose, countryCallingCode, outcome, provider, durationSeconds) {
+      smsSent.inc({ purpose, country_calling_code: countryCallingCode, outcome, provider });
+      if (durationSeconds !== undefined) smsDuration.observe({ provider }, durationSeconds);
     },
     codeChecked(purpose, outcome, factorType) {
       codeChecks.inc({ purpose, factor_type: factorType, outcome });

@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { BaseLogger } from 'pino';
+import type { RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import type { SmsLimits } from '../config.js';
 import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
-import { type ErrorCode, ServiceError } from '../errors.js';
+import { ServiceError } from '../errors.js';
 import type { ServiceMetrics, SmsOutcome } from '../metrics/metrics.js';
-import { maskPhone, type SmsSender } from '../sms/sms-sender.js';
+import type { SmsDelivery } from '../sms/failover.js';
+import { maskPhone } from '../sms/sms-sender.js';
 import type { CodePurpose } from '../store/database.js';
 import type { Store } from '../store/store.js';
-import type { PhoneNumber } from './phone-numbers.js';
+import { type CountryBudgets, countryScope, historyStart, startOfHour } from './country-budgets.js';
+import { countryKeyOf, type PhoneNumber, rangeOf } from './phone-numbers.js';
 
 export type CodeCheck =
   | { outcome: 'ok'; phoneNumber: string }
@@ -18,7 +20,9 @@ export type SendOutcome = { outcome: 'sent' } | { outcome: 'cooldown'; retryAfte
 
 export interface OneTimeCodeDeps {
   store: Store;
-  sms: SmsSender;
+  /** The provider, with its fallback when one is set. */
+  sms: SmsDelivery;
+  countries: CountryBudgets;
   clock: Clock;
   /** Keys the code hashes, so that the database alone cannot reveal a code. */
   codeKey: Buffer;
@@ -27,47 +31,58 @@ export interface OneTimeCodeDeps {
   metrics: ServiceMetrics;
 }
 
-/** How each sender error is counted. */
-const SEND_FAILURES: Partial<Record<ErrorCode, SmsOutcome>> = {
-  phone_number_rejected: 'refused',
-  sms_unavailable: 'failed',
-  sms_timeout: 'timeout',
-};
-
 const HOUR_MS = 3_600_000;
 
 /** SMS one-time codes: sending them within the cooldown and caps, and spending them once. */
-export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText, metrics }: OneTimeCodeDeps) {
+export function createOneTimeCodes({
+  store,
+  sms,
+  countries,
+  clock,
+  codeKey,
+  limits,
+  smsText,
+  metrics,
+}: OneTimeCodeDeps) {
+  let prunedAt = Number.NEGATIVE_INFINITY;
+
   /**
    * Sends a fresh code for `purpose` to `phone` and stores it hashed, replacing the earlier one.
    * Answers `cooldown` inside the resend window; throws `sms_rate_limited` past an hourly cap,
-   * `phone_number_not_allowed` outside the allowlist, or the sender's error (then nothing is kept).
-   * `log` is the asking request's logger.
+   * `sms_country_paused` while enrolments to the country are paused, `phone_number_not_allowed`
+   * outside the allowlist, or the sender's error (then nothing is kept).
    */
   async function sendCode(
     userId: string,
     purpose: CodePurpose,
     phone: PhoneNumber,
-    log: BaseLogger,
+    context: RequestContext,
   ): Promise<SendOutcome> {
-    const count = (outcome: SmsOutcome, seconds?: number) =>
-      metrics.smsSent(purpose, phone.callingCode, outcome, seconds);
+    const { log } = context;
+    const count = (outcome: SmsOutcome) => metrics.smsSent(purpose, phone.callingCode, outcome, 'none');
     const allowed = limits.allowedCountries;
     if (allowed && !phone.possibleCountries.some((country) => allowed.includes(country))) {
       count('suppressed_country');
       throw new ServiceError('phone_number_not_allowed', 'SMS to this country is not enabled on this service');
     }
+    if (purpose === 'enrol') {
+      await countries.admitEnrolment(countryKeyOf(phone), userId, context).catch((error: unknown) => {
+        if (error instanceof ServiceError && error.code === 'sms_country_paused') count('suppressed_paused');
+        throw error;
+      });
+    }
     const now = clock.now();
     const reservationId = randomUUID();
-    const hour = new Date(Math.floor(now.getTime() / HOUR_MS) * HOUR_MS);
-    const scopes = capsFor(userId, purpose, phone);
+    const hour = startOfHour(now);
+    const scopes = capsFor(userId, purpose, phone, hour);
+    await pruneStaleCounters(hour);
 
     const reserved = await store.transaction(async (tx) => {
       if (!(await tx.smsQuota.reserveCooldown({ userId, purpose, reservationId }, now, limits.cooldownSeconds))) {
         return false;
       }
-      for (const { scope, limit, reached } of scopes) {
-        await tx.smsQuota.pruneCounters(scope, hour);
+      for (const { scope, limit, reached, keepSince } of scopes) {
+        await tx.smsQuota.pruneCounters(scope, keepSince ?? hour);
         if (!(await tx.smsQuota.incrementCounter(scope, hour, limit))) {
           const retryAfterSeconds = Math.ceil((hour.getTime() + HOUR_MS - now.getTime()) / 1000);
           log.info({ purpose, to: maskPhone(phone.digits), cap: scope.split(':')[0] }, 'hourly SMS cap reached');
@@ -106,15 +121,12 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
         now,
       );
     };
-    const startedAt = performance.now();
-    const elapsedSeconds = () => (performance.now() - startedAt) / 1000;
     try {
-      await sms.send({ toE164: phone.e164, body: smsText(code) }, log);
-      count('sent', elapsedSeconds());
+      await sms.deliver({ toE164: phone.e164, body: smsText(code) }, log, (attempt) =>
+        metrics.smsSent(purpose, phone.callingCode, attempt.outcome, attempt.provider, attempt.durationSeconds),
+      );
     } catch (error) {
-      const outcome = (error instanceof ServiceError && SEND_FAILURES[error.code]) || 'failed';
-      count(outcome, elapsedSeconds());
-      if (outcome === 'timeout') {
+      if (error instanceof ServiceError && error.code === 'sms_timeout') {
         // CONTRACT §15: a provider that did not answer may still have delivered. The cooldown and
         // the caps stay spent, and the code is kept, so that it works if it arrives.
         await keepCode();
@@ -135,18 +147,33 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
   /**
    * CONTRACT §15: enrolment sends (to a number not yet proved) and login sends (to the user's own
    * verified number) have separate budgets, so that no number of other accounts enrolling a
-   * user's number can stop that user's login codes. The global ceiling bounds the bill.
+   * user's number can stop that user's login codes. Enrolments also count per country and per
+   * number range (sequential pumping walks a range). The global ceiling bounds the bill.
    */
-  function capsFor(userId: string, purpose: CodePurpose, phone: PhoneNumber) {
-    const caps = [
+  function capsFor(userId: string, purpose: CodePurpose, phone: PhoneNumber, hour: Date) {
+    const caps: { scope: string; limit: number; reached: string; keepSince?: Date }[] = [
       { scope: `user:${userId}`, limit: limits.perUserPerHour, reached: 'this account has had its hourly SMS' },
     ];
     if (purpose === 'enrol') {
+      const country = countryKeyOf(phone);
       caps.push(
         {
           scope: `number:${keyedHash(codeKey, 'sms-destination', phone.digits)}`,
           limit: limits.perNumberPerHour,
           reached: 'this phone number has had its hourly enrolment SMS',
+        },
+        {
+          // Keyed like the number: the counters never hold a number's digits.
+          scope: `range:${keyedHash(codeKey, 'sms-range', rangeOf(phone))}`,
+          limit: limits.perRangePerHour,
+          reached: 'numbers of this range (all digits but the last 2) have had their hourly enrolment SMS',
+        },
+        {
+          scope: countryScope(country),
+          limit: countries.hourlyLimitFor(country),
+          reached: `enrolment SMS to ${country} have reached their hourly budget`,
+          // The anomaly pause compares this hour with the 7 days before.
+          keepSince: historyStart(hour),
         },
         {
           scope: 'enrol',
@@ -157,6 +184,13 @@ export function createOneTimeCodes({ store, sms, clock, codeKey, limits, smsText
     }
     caps.push({ scope: 'global', limit: limits.globalPerHour, reached: 'the service has sent its hourly SMS' });
     return caps;
+  }
+
+  /** Deletes the counters no budget can read any more, at most once an hour per node. */
+  async function pruneStaleCounters(hour: Date) {
+    if (hour.getTime() - prunedAt < HOUR_MS) return;
+    prunedAt = hour.getTime();
+    await store.smsQuota.pruneAllCounters(historyStart(hour));
   }
 
   /** Spends the user's code for `purpose` if `code` matches; never throws for a bad code. */

@@ -6,6 +6,7 @@ import type { SmsSender } from './sms-sender.js';
  */
 export function createConsoleSender(write: (line: string) => void): SmsSender {
   return {
+    provider: 'console',
     async send({ toE164, body }) {
       write(`[console SMS] to ${toE164}: ${body}\n`);
     },

@@ -103,11 +103,25 @@ export interface SmsCooldownTable {
   reservation_id: string;
 }
 
-/** SMS sent per scope (a user, or a destination number's keyed hash) in one clock hour. */
+/**
+ * SMS sent per scope in one clock hour: a user, a destination number's or range's keyed hash, a
+ * country (`country:US`, kept 7 days for the anomaly pause), the enrolment and global ceilings.
+ */
 export interface SmsCounterTable {
   scope: string;
   window_start: IsoTime;
   sends: number;
+}
+
+/** A country's latest anomaly pause of its enrolment SMS: on while `paused_until` is ahead and no operator resumed it. */
+export interface SmsCountryPauseTable {
+  country: string;
+  paused_at: IsoTime;
+  paused_until: IsoTime;
+  resumed_at: IsoTime | null;
+  /** What tripped it: the sends of that hour, and the threshold they were about to pass. */
+  sends: number;
+  threshold: number;
 }
 
 export interface RefreshTokenTable {
@@ -244,6 +258,7 @@ export interface Database {
   one_time_code: OneTimeCodeTable;
   sms_cooldown: SmsCooldownTable;
   sms_counter: SmsCounterTable;
+  sms_country_pause: SmsCountryPauseTable;
   refresh_token: RefreshTokenTable;
   signing_key: SigningKeyTable;
   revoked_token: RevokedTokenTable;

@@ -83,3 +83,63 @@ export async function pruneCounters(db: Executor, scope: string, windowStart: Da
     .where('window_start', '<', windowStart.toISOString())
     .execute();
 }
+
+/** The sends counted against `scope` in the window starting at `windowStart`; 0 when none. */
+export async function findCounter(db: Executor, scope: string, windowStart: Date): Promise<number> {
+  const row = await db
+    .selectFrom('sms_counter')
+    .select('sends')
+    .where('scope', '=', scope)
+    .where('window_start', '=', windowStart.toISOString())
+    .executeTakeFirst();
+  return row?.sends ?? 0;
+}
+
+/** The sends counted against `scope` in the windows from `from` (included) to `to` (excluded). */
+export async function sumCounters(db: Executor, scope: string, from: Date, to: Date): Promise<number> {
+  const row = await db
+    .selectFrom('sms_counter')
+    .select((eb) => eb.fn.sum<number | string | null>('sends').as('total'))
+    .where('scope', '=', scope)
+    .where('window_start', '>=', from.toISOString())
+    .where('window_start', '<', to.toISOString())
+    .executeTakeFirst();
+  return Number(row?.total ?? 0);
+}
+
+/** Every counter whose scope starts with `prefix` (`country:`), of the windows from `since` on. */
+export async function listCounters(
+  db: Executor,
+  prefix: string,
+  since: Date,
+): Promise<{ scope: string; windowStart: Date; sends: number }[]> {
+  const rows = await db
+    .selectFrom('sms_counter')
+    .select(['scope', 'window_start', 'sends'])
+    .where('scope', 'like', `${prefix}%`)
+    .where('window_start', '>=', since.toISOString())
+    .execute();
+  return rows.map((row) => ({ scope: row.scope, windowStart: new Date(row.window_start), sends: row.sends }));
+}
+
+/** How many scopes starting with `prefix` have counted `sends` or more in the window at `windowStart`. */
+export async function countCountersAtLeast(
+  db: Executor,
+  prefix: string,
+  windowStart: Date,
+  sends: number,
+): Promise<number> {
+  const row = await db
+    .selectFrom('sms_counter')
+    .select((eb) => eb.fn.countAll<number | string>().as('scopes'))
+    .where('scope', 'like', `${prefix}%`)
+    .where('window_start', '=', windowStart.toISOString())
+    .where('sends', '>=', sends)
+    .executeTakeFirst();
+  return Number(row?.scopes ?? 0);
+}
+
+/** Drops every scope's counters of windows before `windowStart` (numbers and ranges never asked again). */
+export async function pruneAllCounters(db: Executor, windowStart: Date): Promise<void> {
+  await db.deleteFrom('sms_counter').where('window_start', '<', windowStart.toISOString()).execute();
+}

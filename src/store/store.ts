@@ -10,6 +10,7 @@ import * as revokedTokens from './revoked-tokens.js';
 import * as securityEvents from './security-events.js';
 import * as secrets from './service-secrets.js';
 import * as signingKeys from './signing-keys.js';
+import * as smsCountryPauses from './sms-country-pauses.js';
 import * as smsQuota from './sms-quota.js';
 import * as throttle from './throttle.js';
 import * as users from './users.js';
@@ -37,6 +38,7 @@ export interface Store {
   mfaTokens: Bound<typeof mfaTokens>;
   codes: Bound<typeof codes>;
   smsQuota: Bound<typeof smsQuota>;
+  smsCountryPauses: Bound<typeof smsCountryPauses>;
   refreshTokens: Bound<typeof refreshTokens>;
   revokedTokens: Bound<typeof revokedTokens>;
   signingKeys: Bound<typeof signingKeys>;
@@ -57,6 +59,7 @@ export function createStore(db: Executor): Store {
     mfaTokens: bind(mfaTokens, db),
     codes: bind(codes, db),
     smsQuota: bind(smsQuota, db),
+    smsCountryPauses: bind(smsCountryPauses, db),
     refreshTokens: bind(refreshTokens, db),
     revokedTokens: bind(revokedTokens, db),
     signingKeys: bind(signingKeys, db),

@@ -1,19 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import * as OTPAuth from 'otpauth';
+import { type AdminRun, runAdmin } from '../support/admin-cli.js';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
 import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 import { eventually, startWebhookReceiver, verifyWebhook } from '../support/webhook-receiver.js';
 
-// The admin CLI as the README runs it (npm run admin -- …), or straight from the build as npm does.
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const ADMIN = fileURLToPath(new URL('../../dist/cli/admin.js', import.meta.url));
 const PASSWORD = 'correct horse battery';
 const COMMANDS = [
   'create-user',
@@ -28,13 +24,11 @@ const COMMANDS = [
   'list-webhooks',
   'delete-webhook',
   'webhook-deliveries',
+  'sms-status',
+  'sms-resume',
 ];
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = AdminRun;
 
 let databaseUrl: string;
 let service: Service;
@@ -59,25 +53,9 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-/** Runs `admin <args>` in its own process with only PATH, HOME and DATABASE_URL set, and `stdin` piped in. */
-function admin(args: string[], options: { stdin?: string; env?: Record<string, string>; viaNpm?: boolean } = {}) {
-  const env = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATABASE_URL: databaseUrl, ...options.env };
-  const child = options.viaNpm
-    ? spawn('npm', ['run', '--silent', 'admin', '--', ...args], { cwd: ROOT, env })
-    : spawn(process.execPath, [ADMIN, ...args], { cwd: ROOT, env });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  child.stdin.end(options.stdin ?? '');
-  return new Promise<Run>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+/** Runs `admin <args>` on the test's database (see runAdmin). */
+function admin(args: string[], options: Parameters<typeof runAdmin>[2] = {}) {
+  return runAdmin(databaseUrl, args, options);
 }
 
 /** Asserts a clean refusal: the exit code, a message on stderr matching `message`, and no stack trace. */

@@ -3,6 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
 const PASSWORD = 'correct horse battery';
+/** A valid GB mobile number (libphonenumber's full metadata). */
+const GB_PHONE = '447400123456';
 
 let service: Service;
 before(async () => {
@@ -87,7 +89,6 @@ describe('PUT /mfa/sms/request/', () => {
       '1-415-555-2671',
       '123456',
       '1234567890123456',
-      '999123456789',
       '',
       null,
       { number: PHONE },
@@ -99,6 +100,8 @@ describe('PUT /mfa/sms/request/', () => {
       assert.equal(body.error, 'invalid_request', `for ${JSON.stringify(phone)}`);
       assert.equal(typeof body.error_description, 'string');
     }
+    // Well-formed digits that are no number at all (no country has the calling code 999).
+    assert.equal((await expectStatus(requestCode(token, '999123456789'), 400)).error, 'invalid_phone_number');
     // Advice, not a regular expression: what to send instead.
     for (const phone of ['+14155552671', '1 415 555 2671', 4155552671]) {
       const body = await expectStatus(requestCode(token, phone), 400);
@@ -116,7 +119,7 @@ describe('PUT /mfa/sms/request/', () => {
   });
 
   test('accepts numbers of other countries', async () => {
-    for (const phone of ['447700900123', '33612345678', '4915123456789']) {
+    for (const phone of [GB_PHONE, '33612345678', '4915123456789']) {
       const { token } = await freshUser();
       const body = await expectStatus(requestCode(token, phone), 200);
       assert.equal(body.phone_number, phone);
@@ -128,7 +131,7 @@ describe('PUT /mfa/sms/request/', () => {
     const PHONE = nextPhone();
     const { token } = await service.createUserWithMfa('enrol-on', PASSWORD, PHONE);
     const sent = service.twilio.messages.length;
-    const body = await expectStatus(requestCode(token, '447700900123'), 409);
+    const body = await expectStatus(requestCode(token, GB_PHONE), 409);
     assert.equal(body.error, 'mfa_already_enabled');
     assert.equal(service.twilio.messages.length, sent);
     assert.deepEqual(await status(token), { enabled: true, challenge_type: 'sms', phone_number: PHONE });
@@ -140,11 +143,11 @@ describe('PUT /mfa/sms/request/', () => {
     await expectStatus(requestCode(token, PHONE), 200);
     const first = service.twilio.lastCodeFor(`+${PHONE}`);
     service.clock.advance(31);
-    await expectStatus(requestCode(token, '447700900123'), 200);
-    const second = service.twilio.lastCodeFor('+447700900123');
+    await expectStatus(requestCode(token, GB_PHONE), 200);
+    const second = service.twilio.lastCodeFor(`+${GB_PHONE}`);
     if (first !== second) assert.equal((await expectStatus(verify(token, first), 400)).error, 'invalid_mfa_code');
     const enabled = await expectStatus(verify(token, second), 200);
-    assert.equal(enabled.phone_number, '447700900123', 'the number the code went to is the one enrolled');
+    assert.equal(enabled.phone_number, GB_PHONE, 'the number the code went to is the one enrolled');
   });
 });
 
@@ -230,9 +233,9 @@ describe('PUT /mfa/sms/verify/', () => {
     await expectStatus(requestCode(token, PHONE), 200);
     const enrolCode = service.twilio.lastCodeFor(`+${PHONE}`);
     // Another user's login code, and this user's own enrolment code used for login, are both refused.
-    const { username: other } = await service.createUserWithMfa('enrol-purpose-other', PASSWORD, '447700900123');
+    const { username: other } = await service.createUserWithMfa('enrol-purpose-other', PASSWORD, GB_PHONE);
     await expectStatus(service.login(other, PASSWORD), 200);
-    const loginCode = service.twilio.lastCodeFor('+447700900123');
+    const loginCode = service.twilio.lastCodeFor(`+${GB_PHONE}`);
     if (loginCode !== enrolCode)
       assert.equal((await expectStatus(verify(token, loginCode), 400)).error, 'invalid_mfa_code');
     assert.equal((await expectStatus(verify(token, enrolCode), 200)).enabled, true);

@@ -237,6 +237,7 @@ describe('GET /metrics', () => {
       'mfa_code_checks_total',
       'mfa_logins_total',
       'mfa_enabled_users',
+      'mfa_sms_country_paused',
     ]) {
       assert.match(text, new RegExp(`^# TYPE ${family} `, 'm'));
     }
@@ -390,9 +391,14 @@ describe('GET /metrics', () => {
       for (const route of routeLabels) assert.ok(route === 'unmatched' || templates.has(route ?? ''), `route=${route}`);
     });
 
-    test('mfa_sms_sent_total counts by purpose, country calling code and outcome', () => {
+    test('mfa_sms_sent_total counts by purpose, country calling code, outcome and provider (none when suppressed)', () => {
       const sent = (purpose: string, countryCallingCode: string, outcome: string) =>
-        sampleValue(samples, 'mfa_sms_sent_total', { purpose, country_calling_code: countryCallingCode, outcome });
+        sampleValue(samples, 'mfa_sms_sent_total', {
+          purpose,
+          country_calling_code: countryCallingCode,
+          outcome,
+          provider: outcome.startsWith('suppressed_') ? 'none' : 'twilio',
+        });
       assert.equal(sent('enrol', '1', 'sent'), 3);
       assert.equal(sent('login', '1', 'sent'), 1);
       assert.equal(sent('login', '1', 'suppressed_cooldown'), 1);
@@ -409,11 +415,15 @@ describe('GET /metrics', () => {
       assert.equal(flow.twilio.messages.length, 5, 'the fake took the 4 counted as sent and the one it never answered');
     });
 
-    test('mfa_sms_send_duration_seconds observes each time the provider was asked, the hang included', () => {
-      assert.equal(sampleValue(samples, 'mfa_sms_send_duration_seconds_count'), 7);
-      assert.equal(sampleValue(samples, 'mfa_sms_send_duration_seconds_bucket', { le: '+Inf' }), 7);
-      assert.ok(sampleValue(samples, 'mfa_sms_send_duration_seconds_sum') >= TWILIO_TIMEOUT_MS / 1000);
-      assert.ok(sampleValue(samples, 'mfa_sms_send_duration_seconds_bucket', { le: '0.05' }) < 7, 'the hang is slow');
+    test('mfa_sms_send_duration_seconds observes each time the provider was asked, the hang included, by provider', () => {
+      const twilio = { provider: 'twilio' };
+      assert.equal(sampleValue(samples, 'mfa_sms_send_duration_seconds_count', twilio), 7);
+      assert.equal(sampleValue(samples, 'mfa_sms_send_duration_seconds_bucket', { ...twilio, le: '+Inf' }), 7);
+      assert.ok(sampleValue(samples, 'mfa_sms_send_duration_seconds_sum', twilio) >= TWILIO_TIMEOUT_MS / 1000);
+      assert.ok(
+        sampleValue(samples, 'mfa_sms_send_duration_seconds_bucket', { ...twilio, le: '0.05' }) < 7,
+        'the hang is slow',
+      );
     });
 
     test('mfa_code_checks_total counts by purpose and outcome', () => {
@@ -462,7 +472,10 @@ describe('GET /metrics', () => {
             'outcome',
             'amr',
             'factor_type',
+            'provider',
+            'country',
           ].includes(name),
+          `label ${name}`,
         );
       }
     });

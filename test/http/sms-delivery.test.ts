@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { connect, createServer, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { expectStatus, nextPhone, type Service, type ServiceOptions, startService } from '../support/service.js';
+import { expectError, retryAfterOf, startOfNextHour } from '../support/sms-calls.js';
 
 const PASSWORD = 'correct horse battery';
 // The Twilio settings test/support/service.ts gives every service.
@@ -10,7 +11,7 @@ const AUTH_TOKEN = 'twilio-auth-token-for-tests';
 const FROM = '+15005550006';
 const MESSAGING_SERVICE_SID = 'MG00000000000000000000000000000001';
 const GB_PHONE = '447400123456';
-/** In Ofcom's range for drama: possible, but libphonenumber cannot tell GB from GG, IM or JE. */
+/** In Ofcom's range for drama: possible, but assigned to no one, so not valid (CONTRACT §15). */
 const GB_DRAMA_PHONE = '447700900123';
 
 const NO_MFA = { enabled: false, challenge_type: '', phone_number: '' };
@@ -103,32 +104,6 @@ function mfaStatus(on: Service, token: string) {
 
 function messagesTo(on: Service, phone: string) {
   return on.twilio.messages.filter((message) => message.to === `+${phone}`);
-}
-
-/** Asserts an error answer: this status, a body of exactly {error, error_description}, this code. */
-async function expectError(pending: Promise<Response>, status: number, error: string) {
-  const response = await pending;
-  const text = await response.text();
-  assert.equal(response.status, status, `expected ${status} ${error}, got ${response.status}: ${text}`);
-  const body = JSON.parse(text) as { error: string; error_description: string };
-  assert.deepEqual(Object.keys(body).sort(), ['error', 'error_description'], text);
-  assert.equal(body.error, error, text);
-  assert.equal(typeof body.error_description, 'string');
-  assert.ok(body.error_description.length > 0, 'the description is not empty');
-  return { body, headers: response.headers };
-}
-
-/** The Retry-After header as whole seconds; fails unless it is one. */
-function retryAfterOf(headers: Headers): number {
-  const raw = headers.get('retry-after') ?? '';
-  assert.match(raw, /^\d+$/, `Retry-After: "${raw}"`);
-  return Number(raw);
-}
-
-/** Moves the clock to just after the start of the next hour, so that no hourly window ends inside a test. */
-function startOfNextHour(on: Service) {
-  const intoHourMs = on.clock.now().getTime() % HOUR_MS;
-  on.clock.advance(Math.ceil((HOUR_MS - intoHourMs) / 1000) + 1);
 }
 
 let service: Service;
@@ -654,11 +629,12 @@ describe('country allowlist (SMS_ALLOWED_COUNTRIES=GB)', () => {
     assert.equal((await expectStatus(verify(gbOnly, token, code), 200)).enabled, true);
   });
 
-  test('a possible GB number outside the validated ranges (447700900123) is sent under SMS_ALLOWED_COUNTRIES=GB', async () => {
+  test('a possible GB number outside the assigned ranges (447700900123) is refused with 400 invalid_phone_number, and nothing is sent', async () => {
     const { token } = await freshUser(gbOnly);
     const asked = gbOnly.twilio.requestCount;
-    assert.equal((await expectStatus(requestCode(gbOnly, token, GB_DRAMA_PHONE), 200)).phone_number, GB_DRAMA_PHONE);
-    assert.equal(gbOnly.twilio.requestCount, asked + 1);
-    assert.equal(messagesTo(gbOnly, GB_DRAMA_PHONE).length, 1);
+    const { body } = await expectError(requestCode(gbOnly, token, GB_DRAMA_PHONE), 400, 'invalid_phone_number');
+    assert.match(body.error_description, /not a valid number/);
+    assert.equal(gbOnly.twilio.requestCount, asked, 'Twilio was not asked');
+    assert.deepEqual(await mfaStatus(gbOnly, token), NO_MFA);
   });
 });

@@ -1,5 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { lastCodeIn, startFakeServer } from './fake-provider.js';
 
 export interface SentMessage {
   accountSid: string;
@@ -19,15 +18,10 @@ type Behaviour = 'deliver' | 'fail' | 'hang';
 export async function startFakeTwilio() {
   const messages: SentMessage[] = [];
   const refusedNumbers = new Map<string, number>();
-  const hanging = new Set<ServerResponse>();
   let behaviour: Behaviour = 'deliver';
-  let requestCount = 0;
 
-  const server = createServer(async (request: IncomingMessage, response: ServerResponse) => {
-    requestCount += 1;
+  const server = await startFakeServer((request, response, raw, hold) => {
     const match = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(request.url ?? '');
-    let raw = '';
-    for await (const chunk of request) raw += chunk;
     const form = new URLSearchParams(raw);
     const reply = (status: number, body: object) => {
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -47,7 +41,7 @@ export async function startFakeTwilio() {
     // Hanging, the message is taken but never answered: it may well be delivered.
     if (behaviour === 'hang') {
       take();
-      hanging.add(response);
+      hold();
       return;
     }
     const refusal = refusedNumbers.get(to);
@@ -57,14 +51,13 @@ export async function startFakeTwilio() {
     take();
     reply(201, { sid: `SM${messages.length}`, status: 'queued', to, body: form.get('Body') });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: server.url,
     messages,
     /** How many requests reached the fake, delivered or not. */
     get requestCount() {
-      return requestCount;
+      return server.requestCount;
     },
     /** Answer every message to `e164` with Twilio error `code` (21211: invalid 'To' number). */
     refuse(e164: string, code = 21211) {
@@ -76,16 +69,10 @@ export async function startFakeTwilio() {
     },
     /** The code in the last message sent to `e164` (with +), or throws. */
     lastCodeFor(e164: string): string {
-      const message = messages.filter((sent) => sent.to === e164).at(-1);
-      const code = message && /\b(\d{6})\b/.exec(message.body)?.[1];
-      if (!code) throw new Error(`no code was sent to ${e164}`);
-      return code;
+      const texts = messages.filter((sent) => sent.to === e164).map((sent) => sent.body);
+      return lastCodeIn(texts, e164);
     },
-    async close() {
-      for (const response of hanging) response.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 

@@ -16,10 +16,13 @@ import { createTestSchema, onPostgres } from './postgres.js';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
 let phoneCount = 0;
-/** A distinct valid US number (digits only) per call, so hourly per-number caps never join tests. */
+/**
+ * A distinct valid US mobile-or-landline number (digits only) per call, each in a number range of
+ * its own (+1 415 2xx xx01), so that the hourly per-number and per-range caps never join tests.
+ */
 export function nextPhone(): string {
   phoneCount += 1;
-  return String(14_155_550_100 + phoneCount);
+  return String(14_152_000_001 + phoneCount * 100);
 }
 
 /** A clock the test moves forward instead of sleeping. */
@@ -98,14 +101,14 @@ export async function startService(options: ServiceOptions = {}) {
     dbPath,
     /** Every row of every table, as text, to search for secrets in either dialect. */
     async dumpDatabase(): Promise<string> {
-      // This service's tables only: Kysely's introspection scans every schema, and on PostgreSQL
-      // other test runs create and drop theirs meanwhile (and may hold tables ours lacks).
-      const { rows: tables } = await (dialect === 'postgres'
-        ? sql<{
-            name: string;
-          }>`select table_name as name from information_schema.tables where table_schema = current_schema()`
-        : sql<{ name: string }>`select name from sqlite_master where type = 'table'`
-      ).execute(db);
+      // Not Kysely's introspection: on PostgreSQL it reads every schema, and other test runs on the
+      // server create and drop theirs while it reads.
+      const listed =
+        dialect === 'postgres'
+          ? sql<{ name: string }>`select table_name as name from information_schema.tables
+              where table_schema = current_schema() and table_type = 'BASE TABLE'`
+          : sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%'`;
+      const tables = (await listed.execute(db)).rows;
       const dumps = await Promise.all(
         tables.map(async (table) => {
           const rows = await sql`select * from ${sql.table(table.name)}`.execute(db);

@@ -285,3 +285,136 @@ describe('the loaded configuration', () => {
     assert.equal(config.port, 9000);
   });
 });
+
+describe('loadConfig for the SMS fraud defence (CONTRACT §15)', () => {
+  test('defaults: the contract’s blocked line types, 100 enrolment SMS per country and 5 per range an hour, pause past 10 × the average and at least 20, no fallback', () => {
+    const config = loadConfig({});
+    assert.deepEqual(config.smsLimits.blockedLineTypes, [
+      'PREMIUM_RATE',
+      'SHARED_COST',
+      'TOLL_FREE',
+      'UAN',
+      'VOICEMAIL',
+      'PAGER',
+      'NON_GEOGRAPHIC',
+    ]);
+    assert.deepEqual(config.smsLimits.perCountryPerHour, { default: 100, byCountry: {} });
+    assert.equal(config.smsLimits.perRangePerHour, 5);
+    assert.deepEqual(config.smsLimits.anomaly, { multiple: 10, floor: 20 });
+    assert.equal(config.smsFallback, undefined);
+  });
+
+  test('SMS_COUNTRY_HOURLY_LIMIT: a bare number for every country, CC=N for one, in any case and order', () => {
+    const limits = (raw: string) => loadConfig({ SMS_COUNTRY_HOURLY_LIMIT: raw }).smsLimits.perCountryPerHour;
+    assert.deepEqual(limits('100,US=500,GB=200'), { default: 100, byCountry: { US: 500, GB: 200 } });
+    assert.deepEqual(limits('us=500, 40'), { default: 40, byCountry: { US: 500 } });
+    assert.deepEqual(limits('US=500'), { default: 100, byCountry: { US: 500 } });
+    assert.deepEqual(limits('7'), { default: 7, byCountry: {} });
+  });
+
+  test('SMS_BLOCKED_LINE_TYPES: a list of types in any case, or none', () => {
+    const blocked = (raw: string) => loadConfig({ SMS_BLOCKED_LINE_TYPES: raw }).smsLimits.blockedLineTypes;
+    assert.deepEqual(blocked('premium_rate, VOIP,non_geographic'), ['PREMIUM_RATE', 'VOIP', 'NON_GEOGRAPHIC']);
+    assert.deepEqual(blocked('none'), []);
+    assert.deepEqual(blocked('TOLL_FREE,TOLL_FREE'), ['TOLL_FREE']);
+  });
+
+  test('SMS_RANGE_HOURLY_LIMIT, SMS_ANOMALY_MULTIPLE and SMS_ANOMALY_FLOOR are read as integers', () => {
+    const limits = loadConfig({
+      SMS_RANGE_HOURLY_LIMIT: '3',
+      SMS_ANOMALY_MULTIPLE: '4',
+      SMS_ANOMALY_FLOOR: '50',
+    }).smsLimits;
+    assert.equal(limits.perRangePerHour, 3);
+    assert.deepEqual(limits.anomaly, { multiple: 4, floor: 50 });
+  });
+
+  test('a second Twilio account as fallback: its own credentials, sender and API URL', () => {
+    const config = loadConfig({
+      ...TWILIO,
+      SMS_FALLBACK_PROVIDER: 'twilio',
+      TWILIO_FALLBACK_ACCOUNT_SID: 'AC00000000000000000000000000000002',
+      TWILIO_FALLBACK_AUTH_TOKEN: 'second-auth-token',
+      TWILIO_FALLBACK_FROM: '+15005550007',
+    });
+    assert.deepEqual(config.smsFallback, {
+      kind: 'twilio',
+      accountSid: 'AC00000000000000000000000000000002',
+      authToken: 'second-auth-token',
+      from: '+15005550007',
+      messagingServiceSid: undefined,
+      apiUrl: 'https://api.twilio.com',
+      timeoutMs: 10_000,
+    });
+  });
+
+  test('Vonage as fallback: key, secret, sender, and the SMS API’s URL by default', () => {
+    const vonage = {
+      SMS_FALLBACK_PROVIDER: 'vonage',
+      VONAGE_API_KEY: 'abcd1234',
+      VONAGE_API_SECRET: 's3cr3t',
+      VONAGE_FROM: 'MFA',
+    };
+    assert.deepEqual(loadConfig({ ...TWILIO, ...vonage }).smsFallback, {
+      kind: 'vonage',
+      apiKey: 'abcd1234',
+      apiSecret: 's3cr3t',
+      from: 'MFA',
+      apiUrl: 'https://rest.nexmo.com',
+      timeoutMs: 10_000,
+    });
+    const local = loadConfig({ ...TWILIO, ...vonage, VONAGE_API_URL: 'http://127.0.0.1:9000/' }).smsFallback;
+    assert.equal(local?.apiUrl, 'http://127.0.0.1:9000');
+  });
+
+  const vonage = { SMS_FALLBACK_PROVIDER: 'vonage', VONAGE_API_KEY: 'k', VONAGE_API_SECRET: 's', VONAGE_FROM: 'MFA' };
+  const cases: [Record<string, string>, string][] = [
+    [{ SMS_COUNTRY_HOURLY_LIMIT: 'lots' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_COUNTRY_HOURLY_LIMIT: '0' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_COUNTRY_HOURLY_LIMIT: 'US=0' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_COUNTRY_HOURLY_LIMIT: 'US:500' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_COUNTRY_HOURLY_LIMIT: 'XX=5' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_COUNTRY_HOURLY_LIMIT: 'USA=5' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_COUNTRY_HOURLY_LIMIT: '100,200' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_COUNTRY_HOURLY_LIMIT: 'US=1,us=2' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_COUNTRY_HOURLY_LIMIT: '100,,US=5' }, 'SMS_COUNTRY_HOURLY_LIMIT'],
+    [{ SMS_RANGE_HOURLY_LIMIT: '0' }, 'SMS_RANGE_HOURLY_LIMIT'],
+    [{ SMS_RANGE_HOURLY_LIMIT: 'five' }, 'SMS_RANGE_HOURLY_LIMIT'],
+    [{ SMS_BLOCKED_LINE_TYPES: 'MOBILE' }, 'SMS_BLOCKED_LINE_TYPES'],
+    [{ SMS_BLOCKED_LINE_TYPES: 'PREMIUM' }, 'SMS_BLOCKED_LINE_TYPES'],
+    [{ SMS_ANOMALY_MULTIPLE: '0' }, 'SMS_ANOMALY_MULTIPLE'],
+    [{ SMS_ANOMALY_MULTIPLE: '2.5' }, 'SMS_ANOMALY_MULTIPLE'],
+    [{ SMS_ANOMALY_FLOOR: '-1' }, 'SMS_ANOMALY_FLOOR'],
+    [{ SMS_FALLBACK_PROVIDER: 'vonage' }, 'SMS_FALLBACK_PROVIDER'],
+    [{ ...TWILIO, SMS_FALLBACK_PROVIDER: 'sinch' }, 'SMS_FALLBACK_PROVIDER'],
+    [{ ...TWILIO, SMS_FALLBACK_PROVIDER: 'twilio' }, 'TWILIO_FALLBACK_ACCOUNT_SID'],
+    [
+      {
+        ...TWILIO,
+        SMS_FALLBACK_PROVIDER: 'twilio',
+        TWILIO_FALLBACK_ACCOUNT_SID: 'AC2',
+        TWILIO_FALLBACK_AUTH_TOKEN: 't',
+      },
+      'TWILIO_FALLBACK_FROM',
+    ],
+    [
+      {
+        ...TWILIO,
+        SMS_FALLBACK_PROVIDER: 'twilio',
+        TWILIO_FALLBACK_ACCOUNT_SID: 'AC2',
+        TWILIO_FALLBACK_AUTH_TOKEN: 't',
+        TWILIO_FALLBACK_FROM: '+15005550007',
+        TWILIO_FALLBACK_API_URL: 'twilio',
+      },
+      'TWILIO_FALLBACK_API_URL',
+    ],
+    [{ ...TWILIO, ...vonage, VONAGE_API_SECRET: '' }, 'VONAGE_API_SECRET'],
+    [{ ...TWILIO, ...vonage, VONAGE_FROM: '' }, 'VONAGE_FROM'],
+    [{ ...TWILIO, ...vonage, VONAGE_API_URL: 'ftp://rest.nexmo.com' }, 'VONAGE_API_URL'],
+  ];
+  for (const [env, variable] of cases) {
+    test(`${JSON.stringify(env).slice(0, 120)} stops start-up naming ${variable}`, () => {
+      assert.throws(() => loadConfig(env), namesVariable(variable));
+    });
+  }
+});

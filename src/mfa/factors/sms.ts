@@ -6,7 +6,7 @@ import type { Factor } from '../../store/mfa-factors.js';
 import type { Store } from '../../store/store.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
 import type { OneTimeCodes } from '../one-time-codes.js';
-import { parsePhoneNumber } from '../phone-numbers.js';
+import { parsePhoneNumber, parseSmsDestination } from '../phone-numbers.js';
 import type { LoginProof } from '../step-up.js';
 import type { SecondFactor } from './factor.js';
 
@@ -16,10 +16,12 @@ export interface SmsFactorDeps {
   enrolment: Enrolment;
   audit: AuditTrail;
   clock: Clock;
+  /** CONTRACT §15: line types refused as enrolment destinations (SMS_BLOCKED_LINE_TYPES). */
+  blockedLineTypes: readonly string[];
 }
 
 /** SMS codes: the seed's factor. Enrolment sends a code to the number; a login sends one to the verified number. */
-export function createSmsFactor({ store, codes, enrolment, audit, clock }: SmsFactorDeps) {
+export function createSmsFactor({ store, codes, enrolment, audit, clock, blockedLineTypes }: SmsFactorDeps) {
   const factor: SecondFactor = {
     type: 'sms',
     amr: 'sms',
@@ -28,8 +30,9 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock }: SmsFa
 
     async challenge(user, [verified], context) {
       // Inside the resend cooldown no SMS goes out; the code sent moments ago still works.
+      // A verified number is only parsed, not judged again: rules tightened since must not lock its owner out.
       if (verified?.phoneNumber)
-        await codes.sendCode(user.id, 'login', parsePhoneNumber(verified.phoneNumber), context.log);
+        await codes.sendCode(user.id, 'login', parsePhoneNumber(verified.phoneNumber), context);
       return {};
     },
 
@@ -51,7 +54,7 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock }: SmsFa
    * `mfa_already_enabled` when an SMS factor is verified, 429 `sms_cooldown`, or an SMS error.
    */
   async function requestEnrolment(login: LoginProof, phoneDigits: string, context: RequestContext): Promise<MfaStatus> {
-    const phone = parsePhoneNumber(phoneDigits);
+    const phone = parseSmsDestination(phoneDigits, blockedLineTypes);
     await enrolment.requireRoomFor(factor, login);
     const keepPending = () =>
       store.factors.replacePendingFactor({
@@ -62,7 +65,7 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock }: SmsFa
         createdAt: clock.now(),
         phoneNumber: phone.digits,
       });
-    const sent = await codes.sendCode(login.userId, 'enrol', phone, context.log).catch(async (error: unknown) => {
+    const sent = await codes.sendCode(login.userId, 'enrol', phone, context).catch(async (error: unknown) => {
       // The message may still arrive (CONTRACT §15): its code then enrols the number.
       if (error instanceof ServiceError && error.code === 'sms_timeout') await keepPending();
       throw error;

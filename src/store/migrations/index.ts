@@ -5,6 +5,7 @@ import * as hardening from './2026_11_23_2100_hardening.js';
 import * as mfaFactors from './2026_11_23_2200_mfa_factors.js';
 import * as stepUp from './2026_11_23_2300_step_up.js';
 import * as webhooks from './2026_11_23_2310_webhooks.js';
+import * as smsFraud from './2026_11_23_2320_sms_fraud.js';
 import * as webauthn from './2026_11_23_2340_webauthn.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
@@ -15,5 +16,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_23_2200_mfa_factors': mfaFactors,
   '2026_11_23_2300_step_up': stepUp,
   '2026_11_23_2310_webhooks': webhooks,
+  '2026_11_23_2320_sms_fraud': smsFraud,
   '2026_11_23_2340_webauthn': webauthn,
 };
