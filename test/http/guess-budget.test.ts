@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -117,26 +117,47 @@ describe('one guess budget per user across every second factor (CONTRACT §13)',
 
   test("the owner's successes do not restore an attacker's day: at most 50 wrong guesses in 24 hours", async () => {
     const { username, e164 } = await mfaUser();
+    // The second steps go through the mfa_token grant: one password (one Argon2 run) per login.
+    const client = await expectStatus(
+      service.call('/admin/clients', {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { name: 'guessing client', mfa_challenge: 'error' },
+      }),
+      201,
+    );
+    const authorization = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
+    const grant = (body: Record<string, string>) =>
+      service.call('/mfa/oauth2/token/', { method: 'POST', headers: { authorization }, body });
+    const passwordStep = async () => {
+      const { mfa_token: mfaToken } = await expectStatus(
+        grant({ grant_type: 'password', username, password: PASSWORD }),
+        403,
+      );
+      return { mfaToken: mfaToken as string, code: service.twilio.lastCodeFor(e164) };
+    };
+    const otp = (mfaToken: string, code: string) =>
+      grant({ grant_type: 'http://auth0.com/oauth/grant-type/mfa-otp', mfa_token: mfaToken, otp: code });
+
     let failures = 0;
     // The attacker guesses 4 times between each of the owner's logins, which end the run of failures.
     while (failures < 48) {
       service.clock.advance(600); // the owner's hourly SMS allowance is 10
-      const code = await loginCode(username, e164);
+      const { mfaToken, code } = await passwordStep();
       for (let attempt = 0; attempt < 4; attempt++) {
-        await expectStatus(service.login(username, PASSWORD, { mfa_code: otherCode(code) }), 400);
+        await expectStatus(otp(mfaToken, otherCode(code)), 400);
         failures += 1;
       }
-      await expectStatus(service.login(username, PASSWORD, { mfa_code: code }), 200);
+      await expectStatus(otp(mfaToken, code), 200);
     }
     service.clock.advance(600);
-    const code = await loginCode(username, e164);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      await expectStatus(service.login(username, PASSWORD, { mfa_code: otherCode(code) }), 400);
-    }
+    const { mfaToken, code } = await passwordStep();
+    for (let attempt = 0; attempt < 2; attempt++) await expectStatus(otp(mfaToken, otherCode(code)), 400);
     // The fiftieth failure spent the day: the right code waits too, for a day.
-    const wait = await expectThrottled(service.login(username, PASSWORD, { mfa_code: code }));
+    const wait = await expectThrottled(otp(mfaToken, code));
     assert.ok(wait > 3600 && wait <= 86_400, `Retry-After ${wait}`);
     service.clock.advance(wait);
-    await expectStatus(service.login(username, PASSWORD, { mfa_code: await loginCode(username, e164) }), 200);
+    const fresh = await passwordStep();
+    await expectStatus(otp(fresh.mfaToken, fresh.code), 200);
   });
 });
