@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
+import type { Factor } from '../store/mfa-factors.js';
 import type { Store } from '../store/store.js';
 import { SIGNING_ALG, type SigningKeys } from './signing-keys.js';
 
@@ -66,12 +67,27 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
    */
   async function verifyAccessToken(token: string): Promise<VerifiedAccessToken> {
     const verified = await verifySignedToken(token);
-    const standing = await store.revokedTokens.findTokenStanding(verified.userId, [verified.jti, verified.sessionId]);
-    if (standing.isRevoked) {
-      throw new ServiceError('invalid_token', 'the access token has been revoked; log in again');
-    }
-    if (!standing.userExists) throw new ServiceError('invalid_token', 'the user of this access token no longer exists');
+    refuseUnlessStanding(
+      await store.revokedTokens.findTokenStanding(verified.userId, [verified.jti, verified.sessionId]),
+    );
     return verified;
+  }
+
+  /**
+   * `verifyAccessToken`, with the user's factors (pending ones included) read in the same round
+   * trip: `GET /mfa/`, the hottest call, needs nothing else (docs/PERFORMANCE.md).
+   */
+  async function verifyAccessTokenWithFactors(
+    token: string,
+  ): Promise<{ grant: VerifiedAccessToken; factors: Factor[] }> {
+    const grant = await verifySignedToken(token);
+    const { factors, ...standing } = await store.tokenStanding.findStandingWithFactors(
+      grant.userId,
+      grant.jti,
+      grant.sessionId,
+    );
+    refuseUnlessStanding(standing);
+    return { grant, factors };
   }
 
   /**
@@ -143,7 +159,13 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
     }
   }
 
-  return { issueAccessToken, verifyAccessToken, verifySignedToken };
+  return { issueAccessToken, verifyAccessToken, verifyAccessTokenWithFactors, verifySignedToken };
+}
+
+/** Throws `invalid_token` for a revoked token or login, and for the token of a user who no longer exists. */
+function refuseUnlessStanding(standing: { userExists: boolean; isRevoked: boolean }): void {
+  if (standing.isRevoked) throw new ServiceError('invalid_token', 'the access token has been revoked; log in again');
+  if (!standing.userExists) throw new ServiceError('invalid_token', 'the user of this access token no longer exists');
 }
 
 /**

@@ -11,6 +11,7 @@ import * as secrets from './service-secrets.js';
 import * as signingKeys from './signing-keys.js';
 import * as smsQuota from './sms-quota.js';
 import * as throttle from './throttle.js';
+import * as tokenStanding from './token-standing.js';
 import * as users from './users.js';
 
 type Repository = Record<string, (db: Executor, ...args: never[]) => unknown>;
@@ -35,6 +36,7 @@ export interface Store {
   smsQuota: Bound<typeof smsQuota>;
   refreshTokens: Bound<typeof refreshTokens>;
   revokedTokens: Bound<typeof revokedTokens>;
+  tokenStanding: Bound<typeof tokenStanding>;
   signingKeys: Bound<typeof signingKeys>;
   secrets: Bound<typeof secrets>;
   backupCodes: Bound<typeof backupCodes>;
@@ -52,6 +54,7 @@ export function createStore(db: Executor): Store {
     smsQuota: bind(smsQuota, db),
     refreshTokens: bind(refreshTokens, db),
     revokedTokens: bind(revokedTokens, db),
+    tokenStanding: bind(tokenStanding, db),
     signingKeys: bind(signingKeys, db),
     secrets: bind(secrets, db),
     backupCodes: bind(backupCodes, db),
