@@ -6,7 +6,8 @@ import { constants } from 'node:os';
  * here, where the service starts, whether by `npm start` or `node dist/main.js` in an image: fewer
  * malloc arenas, freed blocks of 1 MiB and more given back to the system at once, transparent huge
  * pages for the heap, and a 2 MiB young generation instead of 16. Together they took the peak
- * memory of the benchmark from 182 to 154 MB (docs/PERFORMANCE.md).
+ * memory of the benchmark from 182 to 154 MB (docs/PERFORMANCE.md). These variables are the C
+ * library's and V8's, not the service's configuration: config.ts does not know them.
  */
 const ALLOCATOR_ENV: Record<string, string> = {
   MALLOC_ARENA_MAX: '2',
