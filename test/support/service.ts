@@ -96,7 +96,16 @@ export async function startService(options: ServiceOptions = {}) {
     dbPath,
     /** Every row of every table, as text, to search for secrets in either dialect. */
     async dumpDatabase(): Promise<string> {
-      const tables = await db.introspection.getTables();
+      // On PostgreSQL, this service's schema only: Kysely's introspection reads every schema of the
+      // database, and fails when another test file's schema is dropped while it reads.
+      const tables =
+        dialect === 'postgres'
+          ? (
+              await sql<{ name: string }>`select c.relname as name from pg_catalog.pg_class c
+                join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+                where n.nspname = current_schema() and c.relkind in ('r', 'p')`.execute(db)
+            ).rows
+          : await db.introspection.getTables();
       const dumps = await Promise.all(
         tables.map(async (table) => {
           const rows = await sql`select * from ${sql.table(table.name)}`.execute(db);
