@@ -35,7 +35,7 @@ await build({
   target: 'node20',
   // Maps for debugging (node --enable-source-maps dist/main.js); loading them costs 26 MB, so start does not.
   sourcemap: true,
-  external: ['better-sqlite3', 'argon2', 'pg'],
+  external: ['better-sqlite3', '@node-rs/argon2', 'pg'],
   // Bundled CommonJS packages call require(); ESM has none, so give them one.
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   logLevel: 'warning',

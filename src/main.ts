@@ -1,4 +1,10 @@
 import { type Config, ConfigError, loadConfig } from './config.js';
+import { relaunchWithMemorySettings } from './memory-settings.js';
+
+// First of all: the allocator's settings take effect only in a new process (memory-settings.ts).
+// When one is started, it serves, and this one only waits for it.
+const relaunched = relaunchWithMemorySettings();
+if (relaunched) await relaunched;
 
 let config: Config;
 try {
@@ -51,7 +57,11 @@ try {
   process.exit(1);
 }
 
+let shuttingDown = false;
 async function shutDown(signal: string) {
+  // A terminal's Ctrl-C reaches both the launcher, which passes it on, and the service: stop once.
+  if (shuttingDown) return;
+  shuttingDown = true;
   app.log.info({ signal }, 'shutting down: finishing requests in flight');
   // close() ends the connections idle when it starts; a keep-alive connection whose request is
   // still in flight goes idle later and would hold the exit until its timeout. Sweep those too.
@@ -61,5 +71,10 @@ async function shutDown(signal: string) {
   await db?.destroy();
   process.exit(0);
 }
-process.once('SIGTERM', shutDown);
-process.once('SIGINT', shutDown);
+process.on('SIGTERM', shutDown);
+process.on('SIGINT', shutDown);
+// Started by a launcher (memory-settings.ts): when it ends, even killed outright, the service stops too.
+if (process.channel) {
+  process.channel.unref();
+  process.once('disconnect', () => shutDown('disconnect'));
+}

@@ -21,10 +21,15 @@ function credentialsFor(request: FastifyRequest, scheme: string): string | undef
 /** preHandler for /mfa/: a valid access token (RFC 6750 §2.1), or 401 `invalid_token`. */
 export function createRequireAccessToken(accessTokens: AccessTokens) {
   return async function requireAccessToken(request: FastifyRequest): Promise<void> {
-    const token = credentialsFor(request, 'Bearer');
-    if (!token) throw new ServiceError('invalid_token', 'send an access token as Authorization: Bearer <token>');
-    request.principal = await accessTokens.verifyAccessToken(token);
+    request.principal = await accessTokens.verifyAccessToken(bearerTokenOf(request));
   };
+}
+
+/** The access token of `Authorization: Bearer <token>`; throws 401 `invalid_token` when there is none. */
+export function bearerTokenOf(request: FastifyRequest): string {
+  const token = credentialsFor(request, 'Bearer');
+  if (!token) throw new ServiceError('invalid_token', 'send an access token as Authorization: Bearer <token>');
+  return token;
 }
 
 /** onRequest guard for /admin/: `Bearer $ADMIN_TOKEN`, compared in constant time; no token configured means 401. */

@@ -11,6 +11,7 @@ import {
   sql,
   type Transaction,
 } from 'kysely';
+import type { Pool } from 'pg';
 
 /** Times are ISO-8601 UTC strings (`Date#toISOString`) in both dialects: they sort as they compare. */
 type IsoTime = string;
@@ -301,10 +302,11 @@ export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POO
     connection.pragma('busy_timeout = 5000');
     connection.pragma('synchronous = NORMAL');
     connection.pragma('foreign_keys = ON');
-    return {
-      db: new Kysely<Database>({ dialect: new LockingSqliteDialect({ database: withStatementCache(connection) }) }),
-      dialect: 'sqlite',
-    };
+    const db = new Kysely<Database>({
+      dialect: new LockingSqliteDialect({ database: withStatementCache(connection) }),
+    });
+    driverHandles.set(db, { dialect: 'sqlite', connection });
+    return { db, dialect: 'sqlite' };
   }
   const { default: pg } = await import('pg');
   const { PostgresDialect } = await import('kysely');
@@ -321,7 +323,22 @@ export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POO
   // query in flight fails (answered 503) and the pool opens a new connection when next asked.
   pgPool.on('error', () => {});
   pgPool.on('connect', (client) => client.on('error', () => {}));
-  return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: pgPool }) }), dialect: 'postgres' };
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pgPool }) });
+  driverHandles.set(db, { dialect: 'postgres', pool: pgPool });
+  return { db, dialect: 'postgres' };
+}
+
+/**
+ * The driver under a database opened by `openDatabase`: for the store's hand-written hot reads
+ * (store/token-standing.ts), which skip Kysely's query building. Everything else goes through Kysely.
+ */
+export type DriverHandle = { dialect: 'sqlite'; connection: SQLite.Database } | { dialect: 'postgres'; pool: Pool };
+
+const driverHandles = new WeakMap<Executor, DriverHandle>();
+
+/** The driver under `db`; undefined for a transaction or a database not opened by `openDatabase`. */
+export function driverHandleOf(db: Executor): DriverHandle | undefined {
+  return driverHandles.get(db);
 }
 
 /** Network errors and PostgreSQL's "cannot connect / shutting down" classes (08, 57P). */

@@ -1,39 +1,7 @@
-import type { Selectable } from 'kysely';
-import type { Executor, FactorStatus, MfaFactorTable } from './database.js';
+import type { Executor } from './database.js';
+import { type Factor, toFactor } from './factor-record.js';
 
-export interface Factor {
-  id: string;
-  userId: string;
-  type: string;
-  name: string;
-  isDefault: boolean;
-  status: FactorStatus;
-  createdAt: Date;
-  verifiedAt?: Date;
-  lastUsedAt?: Date;
-  phoneNumber?: string;
-  sealedSecret?: string;
-  data?: string;
-  counter?: number;
-}
-
-function toFactor(row: Selectable<MfaFactorTable>): Factor {
-  return {
-    id: row.id,
-    userId: row.user_id,
-    type: row.type,
-    name: row.name,
-    isDefault: row.is_default === 1,
-    status: row.status,
-    createdAt: new Date(row.created_at),
-    verifiedAt: row.verified_at ? new Date(row.verified_at) : undefined,
-    lastUsedAt: row.last_used_at ? new Date(row.last_used_at) : undefined,
-    phoneNumber: row.phone_number ?? undefined,
-    sealedSecret: row.sealed_secret ?? undefined,
-    data: row.data ?? undefined,
-    counter: row.counter ?? undefined,
-  };
-}
+export type { Factor } from './factor-record.js';
 
 /** Every factor of the user, pending ones included, oldest first. */
 export async function listFactors(db: Executor, userId: string): Promise<Factor[]> {

@@ -13,6 +13,7 @@ import * as signingKeys from './signing-keys.js';
 import * as smsCountryPauses from './sms-country-pauses.js';
 import * as smsQuota from './sms-quota.js';
 import * as throttle from './throttle.js';
+import * as tokenStanding from './token-standing.js';
 import * as users from './users.js';
 import * as webauthnChallenges from './webauthn-challenges.js';
 import * as webhooks from './webhooks.js';
@@ -41,6 +42,7 @@ export interface Store {
   smsCountryPauses: Bound<typeof smsCountryPauses>;
   refreshTokens: Bound<typeof refreshTokens>;
   revokedTokens: Bound<typeof revokedTokens>;
+  tokenStanding: Bound<typeof tokenStanding>;
   signingKeys: Bound<typeof signingKeys>;
   secrets: Bound<typeof secrets>;
   backupCodes: Bound<typeof backupCodes>;
@@ -62,6 +64,7 @@ export function createStore(db: Executor): Store {
     smsCountryPauses: bind(smsCountryPauses, db),
     refreshTokens: bind(refreshTokens, db),
     revokedTokens: bind(revokedTokens, db),
+    tokenStanding: bind(tokenStanding, db),
     signingKeys: bind(signingKeys, db),
     secrets: bind(secrets, db),
     backupCodes: bind(backupCodes, db),

@@ -62,11 +62,12 @@ describe('passwords are compared in Unicode NFC', () => {
     await expectStatus(service.login('nfc-carol', 'cafe au lait, no sugar'), 400);
   });
 
-  test('a hash made before passwords were normalised still verifies the password as it was typed', async () => {
+  test('a hash made before passwords were normalised, by the earlier Argon2 binding, still verifies the password as it was typed', async () => {
     const id = await service.createUser('nfc-legacy', PASSWORD);
-    // What an older version stored: Argon2id of the decomposed form as typed.
-    const { default: argon2 } = await import('argon2');
-    const legacyHash = await argon2.hash(decomposed, { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2 });
+    // What an older version stored: Argon2id of the decomposed form as typed, made by the `argon2`
+    // package that hashed passwords before @node-rs/argon2 (its parameters in its order, m,p,t).
+    const legacyHash =
+      '$argon2id$v=19$m=19456,p=1,t=2$YUMtTVGHcYf3YfmpKcYohQ$Z7RVBYY3CWUzdR9SViIHa3ADUzT1V2l6JE6FsFr5vtw';
     await service.execute(sql`update ${sql.table('user')} set password_hash = ${legacyHash} where id = ${id}`);
     await expectStatus(service.login('nfc-legacy', decomposed), 200);
   });

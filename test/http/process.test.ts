@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -398,13 +398,23 @@ describe('what stops start-up is said in one line, not a stack trace', { concurr
 function openFiles(pid: number | undefined): string[] | undefined {
   if (pid === undefined || !existsSync('/proc/self/fd')) return undefined;
   try {
-    return readdirSync(`/proc/${pid}/fd`).map((fd) => {
+    const own = readdirSync(`/proc/${pid}/fd`).map((fd) => {
       try {
         return readlinkSync(`/proc/${pid}/fd/${fd}`);
       } catch {
         return '';
       }
     });
+    // The service relaunched by its launcher (src/memory-settings.ts) is the launcher's child.
+    return [...own, ...childrenOf(pid).flatMap((child) => openFiles(child) ?? [])];
+  } catch {
+    return [];
+  }
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
   } catch {
     return [];
   }

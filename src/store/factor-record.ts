@@ -1,0 +1,37 @@
+import type { Selectable } from 'kysely';
+import type { FactorStatus, MfaFactorTable } from './database.js';
+
+export interface Factor {
+  id: string;
+  userId: string;
+  type: string;
+  name: string;
+  isDefault: boolean;
+  status: FactorStatus;
+  createdAt: Date;
+  verifiedAt?: Date;
+  lastUsedAt?: Date;
+  phoneNumber?: string;
+  sealedSecret?: string;
+  data?: string;
+  counter?: number;
+}
+
+/** A row of `mfa_factor` as a record. */
+export function toFactor(row: Selectable<MfaFactorTable>): Factor {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    type: row.type,
+    name: row.name,
+    isDefault: row.is_default === 1,
+    status: row.status,
+    createdAt: new Date(row.created_at),
+    verifiedAt: row.verified_at ? new Date(row.verified_at) : undefined,
+    lastUsedAt: row.last_used_at ? new Date(row.last_used_at) : undefined,
+    phoneNumber: row.phone_number ?? undefined,
+    sealedSecret: row.sealed_secret ?? undefined,
+    data: row.data ?? undefined,
+    counter: row.counter ?? undefined,
+  };
+}
