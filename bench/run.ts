@@ -75,7 +75,7 @@ function cpuSecondsOf(pid: number): number {
 
 /**
  * The largest resident set (VmHWM) each process of the tree has had, in MB: the service, and on
- * Node 20 the launcher that started it with its memory settings (src/memory-settings.ts).
+ * Node 20 the launcher that started it with its memory settings (src/start-settings.ts).
  */
 function peakMemoryMbOf(pid: number): number[] {
   return processTree(pid).map((member) => {

@@ -1,9 +1,9 @@
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { relaunchWithMemorySettings } from './memory-settings.js';
+import { relaunchWithStartSettings } from './start-settings.js';
 
-// First of all: the allocator's settings take effect only in a new process (memory-settings.ts).
-// When one is started, it serves, and this one only waits for it.
-const relaunched = relaunchWithMemorySettings();
+// First of all: the allocator's, thread pool's and heap's settings take effect only in a new
+// process (start-settings.ts). When one is started, it serves, and this one only waits for it.
+const relaunched = relaunchWithStartSettings();
 if (relaunched) await relaunched;
 
 let config: Config;
@@ -73,7 +73,7 @@ async function shutDown(signal: string) {
 }
 process.on('SIGTERM', shutDown);
 process.on('SIGINT', shutDown);
-// Started by a launcher (memory-settings.ts): when it ends, even killed outright, the service stops too.
+// Started by a launcher (start-settings.ts): when it ends, even killed outright, the service stops too.
 if (process.channel) {
   process.channel.unref();
   process.once('disconnect', () => shutDown('disconnect'));

@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -250,6 +250,36 @@ describe('started as npm start does, with no configuration', { skip }, () => {
   }
 });
 
+describe('the settings read only at process start', {
+  skip: skip || (!existsSync('/proc/self/environ') && 'needs /proc'),
+}, () => {
+  /** The environment of the process that serves: the launcher's child on Node 20, the process itself after execve. */
+  function servingEnvironment(service: RunningService): Map<string, string> {
+    let pid = service.child.pid ?? 0;
+    for (let child = childrenOf(pid)[0]; child !== undefined; child = childrenOf(pid)[0]) pid = child;
+    const entries = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean);
+    return new Map(entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
+  }
+
+  test("the service runs with its allocator settings and one thread-pool thread per core; an operator's pool size is kept", {
+    timeout: 60_000,
+  }, async () => {
+    const plain = startProcess({ PORT: String(await freePort()) });
+    const chosen = startProcess({ PORT: String(await freePort()), UV_THREADPOOL_SIZE: '3' });
+    await Promise.all([waitUntilServing(plain), waitUntilServing(chosen)]);
+    const plainEnvironment = servingEnvironment(plain);
+    assert.equal(plainEnvironment.get('MALLOC_ARENA_MAX'), '2');
+    assert.equal(plainEnvironment.get('UV_THREADPOOL_SIZE'), String(availableParallelism()));
+    const chosenEnvironment = servingEnvironment(chosen);
+    assert.equal(chosenEnvironment.get('MALLOC_ARENA_MAX'), '2');
+    assert.equal(chosenEnvironment.get('UV_THREADPOOL_SIZE'), '3');
+    for (const service of [plain, chosen]) {
+      service.child.kill('SIGTERM');
+      assert.equal((await exitWithin(service, 10_000)).code, 0, service.stderr());
+    }
+  });
+});
+
 describe('shutting down', { skip }, () => {
   /**
    * Starts the service on a Twilio that answers after 1 s, sends PUT /mfa/sms/request/ with `send`,
@@ -405,7 +435,7 @@ function openFiles(pid: number | undefined): string[] | undefined {
         return '';
       }
     });
-    // The service relaunched by its launcher (src/memory-settings.ts) is the launcher's child.
+    // The service relaunched by its launcher (src/start-settings.ts) is the launcher's child.
     return [...own, ...childrenOf(pid).flatMap((child) => openFiles(child) ?? [])];
   } catch {
     return [];

@@ -1,38 +1,43 @@
 import { spawn } from 'node:child_process';
-import { constants } from 'node:os';
+import { availableParallelism, constants } from 'node:os';
 
 /**
- * glibc's allocator and V8's heap read their settings only when a process starts, so they are set
- * here, where the service starts, whether by `npm start` or `node dist/main.js` in an image: fewer
- * malloc arenas, freed blocks of 1 MiB and more given back to the system at once, transparent huge
- * pages for the heap, and a 2 MiB young generation instead of 16. Together they took the peak
- * memory of the benchmark from 182 to 154 MB (docs/PERFORMANCE.md). These variables are the C
- * library's and V8's, not the service's configuration: config.ts does not know them.
+ * glibc's allocator, libuv's thread pool and V8's heap read their settings only when a process
+ * starts, so they are set here, where the service starts, whether by `npm start` or
+ * `node dist/main.js` in an image: fewer malloc arenas, freed blocks of 1 MiB and more given back
+ * to the system at once, transparent huge pages for the heap, and a 2 MiB young generation instead
+ * of 16 took the peak memory of the benchmark from 182 to 154 MB. A thread pool of one thread per
+ * core instead of 4: Argon2, its main user, runs on as many threads as there are cores at most
+ * (crypto/passwords.ts), and on spare threads the same hashes ran slower, 140–150 logins/s
+ * against 166–175 on two cores (docs/PERFORMANCE.md). These variables are the C library's,
+ * libuv's and V8's, not the service's configuration: config.ts does not know them.
  */
-const ALLOCATOR_ENV: Record<string, string> = {
+const START_ENV: Record<string, string> = {
   MALLOC_ARENA_MAX: '2',
   MALLOC_MMAP_THRESHOLD_: '1048576',
   MALLOC_TRIM_THRESHOLD_: '1048576',
   GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1',
+  UV_THREADPOOL_SIZE: String(availableParallelism()),
 };
 const V8_FLAGS = ['--max-semi-space-size=2'];
 
 type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
 
 /**
- * Starts the service again with the memory settings, once: undefined when they are already in
+ * Starts the service again with these settings, once: undefined when they are already in
  * place (MALLOC_ARENA_MAX set, by this function or by the operator, who then chooses them all) or
  * the system is not Linux. Node 22.15 and later replace this process (execve); Node 20 has no
  * execve, so this process stays as a small launcher that passes signals on, ends with the service's
  * exit code, and is watched by the service through an IPC channel, which ends with it.
  */
-export function relaunchWithMemorySettings(): Promise<never> | undefined {
+export function relaunchWithStartSettings(): Promise<never> | undefined {
   if (process.platform !== 'linux' || process.env.MALLOC_ARENA_MAX !== undefined) return undefined;
   const args = [...V8_FLAGS, ...process.execArgv, ...process.argv.slice(1)];
   const env = {
     ...process.env,
-    ...ALLOCATOR_ENV,
-    GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? ALLOCATOR_ENV.GLIBC_TUNABLES,
+    ...START_ENV,
+    GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? START_ENV.GLIBC_TUNABLES,
+    UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? START_ENV.UV_THREADPOOL_SIZE,
   };
   const execve = (process as { execve?: Execve }).execve;
   if (execve) execve(process.execPath, [process.execPath, ...args], env);
