@@ -9,8 +9,8 @@ import type { Config } from './config.js';
 import { deriveKey, randomToken } from './crypto/secrets.js';
 import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
-import { preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
-import { createClientAddressResolver, requestIdFor } from './http/request-context.js';
+import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
+import { createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
 import { accountRoutes, findAccountPageDir, loadAccountPage } from './http/routes/account.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { mfaRoutes } from './http/routes/mfa.js';
@@ -99,6 +99,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     routerOptions: { ignoreTrailingSlash: true },
     requestIdHeader: false,
     genReqId: requestIdFor,
+    childLoggerFactory: lazyRequestLogger,
     // One line per request (in onResponse below) instead of Fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     ...preRoutingErrorOptions,
@@ -211,23 +212,21 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       return clientAddressOf(this.raw);
     },
   });
-  // First, so that every answer, errors included, names its request.
+  // The one hook every request runs, first, so that every answer, errors included, names its
+  // request. Answers name users, phone numbers, codes and tokens: no cache keeps one unless its
+  // route says so, by setting its own Cache-Control.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done();
-  });
-  // Answers name users, phone numbers, codes and tokens: no cache keeps one unless its route says so.
-  app.addHook('onSend', (_request, reply, _payload, done) => {
-    if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store');
-    done();
+    reply.header('cache-control', 'no-store');
+    done(missingHostError(request));
   });
   registerErrorHandling(app);
   // Only JSON (and forms, on the OAuth endpoints) are bodies here; anything else is a 415.
   app.removeContentTypeParser('text/plain');
   // The one line a request, on every request: written by a logger without the redaction pass, which
   // costs each field of each line a call and holds nothing this line could carry. The line holds
-  // only what is set here (the request's id, its method, its route template, its status and time);
-  // anything else logged goes through the redacting logger.
+  // only what is set here (the request's id, its method, its route template, its status, the error
+  // code it answered, if any, and its time); anything else logged goes through the redacting logger.
   const requestLines = rootLogger.child({}, { redact: [] });
   app.addHook('onResponse', (request, reply, done) => {
     // The route, not the URL: a URL may carry a password or token in its query string, or a phone
@@ -235,7 +234,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     const route = request.routeOptions.url ?? 'unmatched';
     const ms = reply.elapsedTime;
     requestLines.info(
-      { reqId: request.id, method: request.method, route, status: reply.statusCode, ms: Math.round(ms * 10) / 10 },
+      {
+        reqId: request.id,
+        method: request.method,
+        route,
+        status: reply.statusCode,
+        error: reply.errorCode,
+        ms: Math.round(ms * 10) / 10,
+      },
       'request served',
     );
     metrics.requestServed(route, request.method, reply.statusCode, ms / 1000);

@@ -1,5 +1,5 @@
 import { type Server, STATUS_CODES } from 'node:http';
-import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type ErrorCode, ServiceError } from '../errors.js';
 import { StepUpRequired } from '../mfa/step-up.js';
 import { isDatabaseUnavailable } from '../store/database.js';
@@ -54,7 +54,15 @@ export function statusOf(code: ErrorCode): number {
   return STATUS[code];
 }
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** The error an answer carries, for the request's one log line (app.ts). */
+    errorCode: ErrorCode | undefined;
+  }
+}
+
 function send(reply: FastifyReply, code: ErrorCode, description: string, details?: Record<string, unknown>) {
+  reply.errorCode = code;
   return reply.code(STATUS[code]).send({ error: code, error_description: description, ...details });
 }
 
@@ -77,7 +85,7 @@ function rawErrorAnswer(description: string): { head: Record<string, string>; bo
  */
 export const preRoutingErrorOptions = {
   // Node would refuse an HTTP/1.1 request without Host itself, with an empty body; the onRequest
-  // hook of registerErrorHandling refuses it instead.
+  // hook of app.ts refuses it instead (missingHostError).
   http: { requireHostHeader: false },
   // A path parameter over 100 characters, or one that does not decode.
   frameworkErrors(error, request, reply: FastifyReply) {
@@ -104,6 +112,12 @@ export const preRoutingErrorOptions = {
   },
 } satisfies FastifyHttpOptions<Server>;
 
+/** Node's own refusal of an HTTP/1.1 request without Host, in the contract's shape (for an onRequest hook). */
+export function missingHostError(request: FastifyRequest): ServiceError | undefined {
+  const hostMissing = request.headers.host === undefined && request.raw.httpVersion === '1.1';
+  return hostMissing ? new ServiceError('invalid_request', 'an HTTP/1.1 request needs a Host header') : undefined;
+}
+
 /** Every error answer becomes `{error, error_description}`; 404 and 405 for unknown routes. */
 export function registerErrorHandling(app: FastifyInstance): void {
   const methodsByPath = new Map<string, Set<string>>();
@@ -113,10 +127,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     methodsByPath.set(normalizePath(route.url), methods);
   });
 
-  app.addHook('onRequest', (request, _reply, done) => {
-    const hostMissing = request.headers.host === undefined && request.raw.httpVersion === '1.1';
-    done(hostMissing ? new ServiceError('invalid_request', 'an HTTP/1.1 request needs a Host header') : undefined);
-  });
+  app.decorateReply('errorCode', undefined);
 
   // An Expect other than 100-continue (RFC 9110 §10.1.1): Node answers 417 itself, with no body.
   app.server.on('checkExpectation', (_request, response) => {
@@ -137,8 +148,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   app.setErrorHandler((error: FastifyError | ServiceError, request, reply) => {
+    // A refusal is told by the request's line (its status and errorCode); a failure also by its own.
     if (error instanceof ServiceError) {
-      request.log.info({ error: error.code }, 'request refused');
       if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
       if (error.code === 'invalid_token' || error.code === 'insufficient_user_authentication') {
         // RFC 9470 §3: a step-up challenge says what would satisfy the call.
@@ -153,13 +164,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return send(reply, error.code, error.description, error.details);
     }
     if (error.validation) {
-      request.log.info({ error: 'invalid_request' }, 'request refused: schema');
       return send(reply, 'invalid_request', describeValidationError(error));
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Fastify's messages for bad bodies can quote the body (a password, say): answer in our words.
-      request.log.info({ error: error.code, status }, 'request refused: malformed');
       const [code, description] = FASTIFY_CODES[status] ?? ['invalid_request', 'the request is malformed'];
       return send(reply, code, description);
     }

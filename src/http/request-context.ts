@@ -1,14 +1,73 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
-import type { FastifyRequest } from 'fastify';
-import type { BaseLogger } from 'pino';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import type { BaseLogger, Bindings, ChildLoggerOptions } from 'pino';
 import type { RequestContext } from '../audit/audit-trail.js';
 
 /** A caller's X-Request-Id is kept when it looks like an id; anything else gets a fresh UUID. */
 export function requestIdFor(request: IncomingMessage): string {
   const offered = request.headers['x-request-id'];
   return typeof offered === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(offered) ? offered : randomUUID();
+}
+
+/**
+ * The logger Fastify gives each request (its `childLoggerFactory`), made on first use. A pino
+ * child costs every request a few µs, its bindings going through the redaction, and most requests
+ * never log through it: their one line is written by app.ts (docs/PERFORMANCE.md).
+ */
+export function lazyRequestLogger(
+  parent: FastifyBaseLogger,
+  bindings: Bindings,
+  options: ChildLoggerOptions,
+): FastifyBaseLogger {
+  return new LazyChildLogger(parent, bindings, options);
+}
+
+class LazyChildLogger implements FastifyBaseLogger {
+  #made: FastifyBaseLogger | undefined;
+
+  constructor(
+    private readonly parent: FastifyBaseLogger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+
+  private get made(): FastifyBaseLogger {
+    this.#made ??= this.parent.child(this.bindings, this.options);
+    return this.#made;
+  }
+
+  get level() {
+    return this.made.level;
+  }
+  set level(level) {
+    this.made.level = level;
+  }
+  fatal(...args: unknown[]) {
+    (this.made.fatal as (...args: unknown[]) => void)(...args);
+  }
+  error(...args: unknown[]) {
+    (this.made.error as (...args: unknown[]) => void)(...args);
+  }
+  warn(...args: unknown[]) {
+    (this.made.warn as (...args: unknown[]) => void)(...args);
+  }
+  info(...args: unknown[]) {
+    (this.made.info as (...args: unknown[]) => void)(...args);
+  }
+  debug(...args: unknown[]) {
+    (this.made.debug as (...args: unknown[]) => void)(...args);
+  }
+  trace(...args: unknown[]) {
+    (this.made.trace as (...args: unknown[]) => void)(...args);
+  }
+  silent(...args: unknown[]) {
+    (this.made.silent as (...args: unknown[]) => void)(...args);
+  }
+  child(bindings: Bindings, options?: ChildLoggerOptions) {
+    return this.made.child(bindings, options);
+  }
 }
 
 /**

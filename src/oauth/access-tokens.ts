@@ -110,9 +110,11 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
   }
 
   async function verifySignature(token: string): Promise<VerifiedAccessToken> {
+    // Most forgeries end here, without an Error made (and its stack captured) only to be replaced.
+    if (!isCanonicalCompactJws(token) || !(await hasValidSignature(token))) {
+      throw new ServiceError('invalid_token', NOT_ISSUED_HERE);
+    }
     try {
-      if (!isCanonicalCompactJws(token)) throw new Error('not a canonical compact JWS');
-      if (!(await hasValidSignature(token))) throw new Error('bad signature');
       const { payload } = await jwtVerify(
         token,
         async (header) => {
@@ -163,7 +165,7 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
       if (error instanceof errors.JWTExpired) {
         throw new ServiceError('invalid_token', 'the access token has expired; refresh it or log in again');
       }
-      throw new ServiceError('invalid_token', 'the access token is not valid: send one issued by this service');
+      throw new ServiceError('invalid_token', NOT_ISSUED_HERE);
     }
   }
 
@@ -196,6 +198,8 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
 
   return { issueAccessToken, verifyAccessToken, verifyAccessTokenWithFactors, verifySignedToken };
 }
+
+const NOT_ISSUED_HERE = 'the access token is not valid: send one issued by this service';
 
 const keyObjects = new WeakMap<object, KeyObject>();
 

@@ -628,7 +628,7 @@ describe('x-request-id', () => {
   async function callAndCollectLog(path: string, init: Parameters<Service['call']>[1] = {}) {
     const start = service.log().length;
     const response = await service.call(path, init);
-    await response.arrayBuffer();
+    const text = await response.text();
     const id = response.headers.get('x-request-id') ?? '';
     for (let attempt = 0; attempt < 100; attempt++) {
       if (service.log().slice(start).includes('"msg":"request served"')) break;
@@ -639,8 +639,8 @@ describe('x-request-id', () => {
       .slice(start)
       .split('\n')
       .filter((line) => line.length > 0)
-      .map((line) => JSON.parse(line) as { reqId?: string; msg?: string });
-    return { response, id, lines };
+      .map((line) => JSON.parse(line) as { reqId?: string; msg?: string; error?: string });
+    return { response, text, id, lines };
   }
 
   test('a well-formed id from the caller is echoed and every log line of its request carries it', async () => {
@@ -668,29 +668,29 @@ describe('x-request-id', () => {
     }
   });
 
-  test('every log line of a request that reaches the domains, the SMS provider and the error handler carries its id', async () => {
+  test('every log line of a request that reaches the domains and the SMS provider carries its id; its one request line names the error answered', async () => {
     await service.createUser('request-ids', PASSWORD);
     const token = await service.accessToken('request-ids', PASSWORD);
     const refused = nextPhone();
     service.twilio.refuse(`+${refused}`);
     // [path, request, status, fewest log lines it must write]
     const cases: [string, Parameters<Service['call']>[1], number, number][] = [
-      ['/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: refused } }, 400, 3],
+      ['/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: refused } }, 400, 2],
       ['/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: nextPhone() } }, 200, 2],
-      ['/mfa/sms/verify/', { method: 'PUT', token, body: { mfa_code: '000000' } }, 400, 2],
+      ['/mfa/sms/verify/', { method: 'PUT', token, body: { mfa_code: '000000' } }, 400, 1],
       [
         '/mfa/oauth2/token/',
         { method: 'POST', body: { grant_type: 'password', username: 'x', password: 'y' } },
         400,
-        2,
+        1,
       ],
-      ['/mfa/', { method: 'GET', token: 'not-a-token' }, 401, 2],
+      ['/mfa/', { method: 'GET', token: 'not-a-token' }, 401, 1],
       ['/mfa/', { method: 'POST', body: {} }, 405, 1],
       ['/no/such/route', {}, 404, 1],
     ];
     for (const [index, [path, init, status, fewestLines]] of cases.entries()) {
       const offered = `trace-${index}`;
-      const { response, id, lines } = await callAndCollectLog(path, {
+      const { response, text, id, lines } = await callAndCollectLog(path, {
         ...init,
         headers: { ...init?.headers, 'x-request-id': offered },
       });
@@ -698,6 +698,10 @@ describe('x-request-id', () => {
       assert.equal(id, offered);
       assert.ok(lines.length >= fewestLines, `${init?.method} ${path} logged ${lines.length} line(s)`);
       for (const line of lines) assert.equal(line.reqId, offered, `${init?.method} ${path}: ${JSON.stringify(line)}`);
+      const served = lines.filter((line) => line.msg === 'request served');
+      assert.equal(served.length, 1, `${init?.method} ${path}: ${JSON.stringify(lines)}`);
+      const answered = status >= 400 ? JSON.parse(text).error : undefined;
+      assert.equal(served[0]?.error, answered, `${init?.method} ${path}`);
     }
   });
 });
