@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Selectable } from 'kysely';
+import type { Pool } from 'pg';
 import { type DriverHandle, driverHandleOf, type Executor, type MfaFactorTable } from './database.js';
 import { type Factor, toFactor } from './factor-record.js';
 import { listFactors } from './mfa-factors.js';
@@ -18,24 +19,38 @@ export interface StandingWithFactors {
  * whether the token's jti or its login's sid is revoked, and the user's factors. The user joins
  * its factors, so a user without any still answers one row, of nulls.
  */
-const statementText = (parameter: (name: 'user' | 'jti' | 'sid') => string) => `
-  select exists (select 1 from revoked_token where id in (${parameter('jti')}, ${parameter('sid')})) as is_revoked,
+const SQLITE_TEXT = `
+  select exists (select 1 from revoked_token where id in (@jti, @sid)) as is_revoked,
     f.id, f.user_id, f.type, f.name, f.is_default, f.status, f.created_at, f.verified_at, f.last_used_at,
     f.phone_number, f.sealed_secret, f.data, f.counter
   from "user" u left join mfa_factor f on f.user_id = u.id
-  where u.id = ${parameter('user')}
+  where u.id = @user
   order by f.created_at, f.id`;
-const SQLITE_TEXT = statementText((name) => `@${name}`);
-const POSTGRES_TEXT = statementText((name) => ({ user: '$1', jti: '$2', sid: '$3' })[name]);
-
-type Row = { is_revoked: number | boolean } & { [K in keyof Selectable<MfaFactorTable>]: MfaFactorTable[K] | null };
-
-const sqliteStatements = new WeakMap<object, Statement<[{ user: string; jti: string; sid: string }], Row>>();
 
 /**
- * `findTokenStanding` and `listFactors` in one round trip: a statement prepared once on SQLite,
- * one named (server-prepared) query on PostgreSQL. Inside a transaction, or on SQLite while one is
- * open on the connection, it takes Kysely's path, so it never reads another request's uncommitted rows.
+ * The same for every request of a batch at once (PostgreSQL): each asked (user, jti, sid) is
+ * numbered, and its rows carry its number.
+ */
+const POSTGRES_BATCH_TEXT = `
+  select a.n, exists (select 1 from revoked_token where id in (a.jti, a.sid)) as is_revoked,
+    f.id, f.user_id, f.type, f.name, f.is_default, f.status, f.created_at, f.verified_at, f.last_used_at,
+    f.phone_number, f.sealed_secret, f.data, f.counter
+  from unnest($1::text[], $2::text[], $3::text[]) with ordinality as a(user_id, jti, sid, n)
+  join "user" u on u.id = a.user_id
+  left join mfa_factor f on f.user_id = u.id
+  order by a.n, f.created_at, f.id`;
+
+type Row = { is_revoked: number | boolean } & { [K in keyof Selectable<MfaFactorTable>]: MfaFactorTable[K] | null };
+type Asked = [user: string, jti: string, sid: string];
+
+const sqliteStatements = new WeakMap<object, Statement<[{ user: string; jti: string; sid: string }], Row>>();
+const postgresBatches = new WeakMap<Pool, (asked: Asked) => Promise<Row[]>>();
+
+/**
+ * `findTokenStanding` and `listFactors` in one round trip: a statement prepared once on SQLite;
+ * on PostgreSQL one named (server-prepared) statement for all the requests that arrive in the same
+ * turn of the event loop. Inside a transaction, or on SQLite while one is open on the connection,
+ * it takes Kysely's path, so it never reads another request's uncommitted rows.
  */
 export async function findStandingWithFactors(
   db: Executor,
@@ -44,7 +59,7 @@ export async function findStandingWithFactors(
   sessionId: string,
 ): Promise<StandingWithFactors> {
   const driver = driverHandleOf(db);
-  const rows = driver && (await readRows(driver, userId, jti, sessionId));
+  const rows = driver && (await readRows(driver, [userId, jti, sessionId]));
   if (!rows) {
     const standing = await findTokenStanding(db, userId, [jti, sessionId]);
     return { ...standing, factors: await listFactors(db, userId) };
@@ -58,11 +73,14 @@ export async function findStandingWithFactors(
   };
 }
 
-async function readRows(driver: DriverHandle, ...parameters: [string, string, string]): Promise<Row[] | undefined> {
+async function readRows(driver: DriverHandle, asked: Asked): Promise<Row[] | undefined> {
   if (driver.dialect === 'postgres') {
-    return (
-      await driver.pool.query<Row>({ name: 'find-standing-with-factors', text: POSTGRES_TEXT, values: parameters })
-    ).rows;
+    let read = postgresBatches.get(driver.pool);
+    if (!read) {
+      read = batchedReads(driver.pool);
+      postgresBatches.set(driver.pool, read);
+    }
+    return read(asked);
   }
   const { connection } = driver;
   if (connection.inTransaction) return undefined;
@@ -71,6 +89,41 @@ async function readRows(driver: DriverHandle, ...parameters: [string, string, st
     statement = connection.prepare<[{ user: string; jti: string; sid: string }], Row>(SQLITE_TEXT);
     sqliteStatements.set(connection, statement);
   }
-  const [user, jti, sid] = parameters;
+  const [user, jti, sid] = asked;
   return statement.all({ user, jti, sid });
+}
+
+/**
+ * Each round trip to PostgreSQL costs the service about as much CPU as the rest of the request
+ * (the driver, the pool, two system calls) and the server as much again: the reads asked for in
+ * one turn of the event loop (under load, every request whose bytes arrived together) go out as
+ * one statement, after the turn's I/O, and each gets its own rows (docs/PERFORMANCE.md).
+ */
+function batchedReads(pool: Pool): (asked: Asked) => Promise<Row[]> {
+  let waiting: { asked: Asked; resolve: (rows: Row[]) => void; reject: (error: unknown) => void }[] = [];
+
+  async function send() {
+    const batch = waiting;
+    waiting = [];
+    try {
+      const columns = [0, 1, 2].map((column) => batch.map(({ asked }) => asked[column]));
+      const { rows } = await pool.query<Row & { n: string }>({
+        name: 'find-standing-with-factors',
+        text: POSTGRES_BATCH_TEXT,
+        values: columns,
+      });
+      const byRequest = batch.map((): Row[] => []);
+      // ordinality counts from 1, as a bigint (a string here).
+      for (const row of rows) byRequest[Number(row.n) - 1]?.push(row);
+      batch.forEach(({ resolve }, index) => resolve(byRequest[index] ?? []));
+    } catch (error) {
+      for (const { reject } of batch) reject(error);
+    }
+  }
+
+  return (asked) =>
+    new Promise((resolve, reject) => {
+      if (waiting.length === 0) setImmediate(send);
+      waiting.push({ asked, resolve, reject });
+    });
 }

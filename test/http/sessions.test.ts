@@ -123,6 +123,45 @@ describe('sessions that end (CONTRACT §14)', () => {
   });
 });
 
+describe('GET /mfa/ under concurrency', () => {
+  test('requests that arrive together are each answered for their own token: alive, revoked, of a deleted user', async () => {
+    const plain = freshName();
+    await service.createUser(plain, PASSWORD);
+    const plainLogin = await logIn(plain);
+    const enrolled = freshName();
+    await service.createUser(enrolled, PASSWORD);
+    const enrolling = await logIn(enrolled);
+    const ended = await logIn(enrolled);
+    await service.enrolSms(enrolling.access, nextPhone());
+    const deleted = freshName();
+    const deletedId = await service.createUser(deleted, PASSWORD);
+    const deletedLogin = await logIn(deleted);
+    await expectStatus(service.call(`/admin/users/${deletedId}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+
+    // Each answer alone first, then 15 rounds of all four at once (PostgreSQL reads them in one statement).
+    const cases = [plainLogin.access, enrolling.access, ended.access, deletedLogin.access];
+    const answer = async (token: string): Promise<{ status: number; body: any }> => {
+      const response = await service.call('/mfa/', { token });
+      return { status: response.status, body: await response.json() };
+    };
+    const alone: { status: number; body: any }[] = [];
+    for (const token of cases) alone.push(await answer(token));
+    assert.deepEqual(
+      alone.map(({ status }) => status),
+      [200, 200, 401, 401],
+    );
+    assert.equal(alone[0]?.body.enabled, false);
+    assert.equal(alone[1]?.body.enabled, true);
+    assert.match(alone[2]?.body.error_description, /revoked/);
+    assert.match(alone[3]?.body.error_description, /no longer exists/);
+    // The second round reuses the first's connections, so its requests arrive in the same moment.
+    for (let round = 0; round < 2; round++) {
+      const together = await Promise.all(Array.from({ length: 15 }, () => cases.map(answer)).flat());
+      together.forEach((result, index) => assert.deepEqual(result, alone[index % cases.length], `request ${index}`));
+    }
+  });
+});
+
 describe('deleted users', () => {
   test("a deleted user's access token is 401 invalid_token everywhere, and changes nothing", async () => {
     const name = freshName();
