@@ -115,7 +115,7 @@ function batchedReads(pool: Pool): (asked: Asked) => Promise<Row[]> {
       const byRequest = batch.map((): Row[] => []);
       // ordinality counts from 1, as a bigint (a string here).
       for (const row of rows) byRequest[Number(row.n) - 1]?.push(row);
-      batch.forEach(({ resolve }, index) => resolve(byRequest[index] ?? []));
+      for (const [index, { resolve }] of batch.entries()) resolve(byRequest[index] ?? []);
     } catch (error) {
       for (const { reject } of batch) reject(error);
     }

@@ -157,7 +157,9 @@ describe('GET /mfa/ under concurrency', () => {
     // The second round reuses the first's connections, so its requests arrive in the same moment.
     for (let round = 0; round < 2; round++) {
       const together = await Promise.all(Array.from({ length: 15 }, () => cases.map(answer)).flat());
-      together.forEach((result, index) => assert.deepEqual(result, alone[index % cases.length], `request ${index}`));
+      for (const [index, result] of together.entries()) {
+        assert.deepEqual(result, alone[index % cases.length], `request ${index}`);
+      }
     }
   });
 });
