@@ -63,6 +63,8 @@ declare module 'fastify' {
 
 function send(reply: FastifyReply, code: ErrorCode, description: string, details?: Record<string, unknown>) {
   reply.errorCode = code;
+  // Not even a route that may be cached (the JWKS, say) lets a cache keep its error.
+  reply.header('cache-control', 'no-store');
   return reply.code(STATUS[code]).send({ error: code, error_description: description, ...details });
 }
 
@@ -89,8 +91,11 @@ export const preRoutingErrorOptions = {
   http: { requireHostHeader: false },
   // A path parameter over 100 characters, or one that does not decode.
   frameworkErrors(error, request, reply: FastifyReply) {
-    request.log.info({ error: error.code }, 'request refused: bad URL');
+    // No hook runs before routing, the onResponse line included: this is the request's one line.
+    request.log.info({ error: 'invalid_request', fastifyCode: error.code }, 'request refused: bad URL');
     const status = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
+    // What the onRequest hook of app.ts sets, set here.
+    reply.header('x-request-id', request.id).header('cache-control', 'no-store');
     reply.code(status).send({ error: 'invalid_request', error_description: 'the URL is malformed or too long' });
   },
   // HTTP that Node cannot parse is answered on the socket.
@@ -169,6 +174,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // Fastify's messages for bad bodies can quote the body (a password, say): answer in our words.
+      request.log.info({ fastifyCode: error.code, status }, 'request refused: malformed');
       const [code, description] = FASTIFY_CODES[status] ?? ['invalid_request', 'the request is malformed'];
       return send(reply, code, description);
     }

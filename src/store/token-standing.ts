@@ -107,14 +107,14 @@ function batchedReads(pool: Pool): (asked: Asked) => Promise<Row[]> {
     waiting = [];
     try {
       const columns = [0, 1, 2].map((column) => batch.map(({ asked }) => asked[column]));
-      const { rows } = await pool.query<Row & { n: string }>({
+      const { rows } = await pool.query<Row & { n: number }>({
         name: 'find-standing-with-factors',
         text: POSTGRES_BATCH_TEXT,
         values: columns,
       });
       const byRequest = batch.map((): Row[] => []);
-      // ordinality counts from 1, as a bigint (a string here).
-      for (const row of rows) byRequest[Number(row.n) - 1]?.push(row);
+      // ordinality counts from 1 (a bigint, read as a number: database.ts).
+      for (const row of rows) byRequest[row.n - 1]?.push(row);
       for (const [index, { resolve }] of batch.entries()) resolve(byRequest[index] ?? []);
     } catch (error) {
       for (const { reject } of batch) reject(error);

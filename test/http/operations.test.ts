@@ -631,7 +631,7 @@ describe('x-request-id', () => {
     const text = await response.text();
     const id = response.headers.get('x-request-id') ?? '';
     for (let attempt = 0; attempt < 100; attempt++) {
-      if (service.log().slice(start).includes('"msg":"request served"')) break;
+      if (/"msg":"request (served|refused: bad URL)"/.test(service.log().slice(start))) break;
       await sleep(10);
     }
     const lines = service
@@ -687,6 +687,9 @@ describe('x-request-id', () => {
       ['/mfa/', { method: 'GET', token: 'not-a-token' }, 401, 1],
       ['/mfa/', { method: 'POST', body: {} }, 405, 1],
       ['/no/such/route', {}, 404, 1],
+      // Refused before routing: a path parameter too long, or not decodable.
+      [`/admin/users/${'a'.repeat(101)}/events`, { token: ADMIN_TOKEN }, 414, 1],
+      ['/admin/users/%zz/events', { token: ADMIN_TOKEN }, 400, 1],
     ];
     for (const [index, [path, init, status, fewestLines]] of cases.entries()) {
       const offered = `trace-${index}`;
@@ -696,9 +699,11 @@ describe('x-request-id', () => {
       });
       assert.equal(response.status, status, `${init?.method} ${path}`);
       assert.equal(id, offered);
+      assert.equal(response.headers.get('cache-control'), 'no-store', `${init?.method} ${path}`);
       assert.ok(lines.length >= fewestLines, `${init?.method} ${path} logged ${lines.length} line(s)`);
       for (const line of lines) assert.equal(line.reqId, offered, `${init?.method} ${path}: ${JSON.stringify(line)}`);
-      const served = lines.filter((line) => line.msg === 'request served');
+      // A request refused before routing has no onResponse line: its refusal is its one line.
+      const served = lines.filter((line) => line.msg === 'request served' || line.msg === 'request refused: bad URL');
       assert.equal(served.length, 1, `${init?.method} ${path}: ${JSON.stringify(lines)}`);
       const answered = status >= 400 ? JSON.parse(text).error : undefined;
       assert.equal(served[0]?.error, answered, `${init?.method} ${path}`);
