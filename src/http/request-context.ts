@@ -38,6 +38,11 @@ class LazyChildLogger implements FastifyBaseLogger {
     return this.#made;
   }
 
+  /** Logs through the child, made now if it was not yet; `this` stays the child. */
+  private forward(level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent', args: unknown[]) {
+    (this.made[level] as (...args: unknown[]) => void)(...args);
+  }
+
   get level() {
     return this.made.level;
   }
@@ -45,25 +50,25 @@ class LazyChildLogger implements FastifyBaseLogger {
     this.made.level = level;
   }
   fatal(...args: unknown[]) {
-    (this.made.fatal as (...args: unknown[]) => void)(...args);
+    this.forward('fatal', args);
   }
   error(...args: unknown[]) {
-    (this.made.error as (...args: unknown[]) => void)(...args);
+    this.forward('error', args);
   }
   warn(...args: unknown[]) {
-    (this.made.warn as (...args: unknown[]) => void)(...args);
+    this.forward('warn', args);
   }
   info(...args: unknown[]) {
-    (this.made.info as (...args: unknown[]) => void)(...args);
+    this.forward('info', args);
   }
   debug(...args: unknown[]) {
-    (this.made.debug as (...args: unknown[]) => void)(...args);
+    this.forward('debug', args);
   }
   trace(...args: unknown[]) {
-    (this.made.trace as (...args: unknown[]) => void)(...args);
+    this.forward('trace', args);
   }
   silent(...args: unknown[]) {
-    (this.made.silent as (...args: unknown[]) => void)(...args);
+    this.forward('silent', args);
   }
   child(bindings: Bindings, options?: ChildLoggerOptions) {
     return this.made.child(bindings, options);
