@@ -6,7 +6,7 @@ import pino, { type DestinationStream } from 'pino';
 import { createAuditTrail } from './audit/audit-trail.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
-import { deriveKey, randomToken } from './crypto/secrets.js';
+import { deriveKey } from './crypto/secrets.js';
 import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
 import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
@@ -111,8 +111,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       'SECRET_KEY is not set: code hashes are keyed, and signing keys kept, in the database alone; set it in production',
     );
   }
-  const hashSecret =
-    config.secretKey ?? (await store.secrets.findOrCreateSecret('code-hash-key', randomToken(32), clock.now()));
+  const hashSecret = await store.secrets.findServiceSecret(config.secretKey, clock.now());
   const codeKey = deriveKey(hashSecret, 'one-time-code-hash');
   const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
   const countries = createCountryBudgets({ store, clock, limits: config.smsLimits, audit });
@@ -182,7 +181,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     enrolment,
     audit,
     clock,
-    sealingKey: deriveKey(config.secretKey ?? hashSecret, 'factor-secret-sealing'),
+    sealingKey: deriveKey(hashSecret, 'factor-secret-sealing'),
     serviceName: config.serviceName,
   });
   const webauthn = createWebauthnFactor({ store, enrolment, audit, metrics, clock, settings: config.webauthn });
@@ -191,7 +190,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const passwordGrant = createPasswordGrant({ store, loginChallenge, throttle, tokens, audit, metrics, clock });
   const accounts = createAccounts({ store, clock, audit });
   const webhookSettings = {
-    sealingKey: deriveKey(config.secretKey ?? hashSecret, WEBHOOK_SEALING_PURPOSE),
+    sealingKey: deriveKey(hashSecret, WEBHOOK_SEALING_PURPOSE),
     allowPrivate: config.webhookAllowPrivate,
   };
   const webhooks = createWebhookEndpoints({ store, clock, ...webhookSettings });

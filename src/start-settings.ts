@@ -33,12 +33,8 @@ type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
 export function relaunchWithStartSettings(): Promise<never> | undefined {
   if (process.platform !== 'linux' || process.env.MALLOC_ARENA_MAX !== undefined) return undefined;
   const args = [...V8_FLAGS, ...process.execArgv, ...process.argv.slice(1)];
-  const env = {
-    ...process.env,
-    ...START_ENV,
-    GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? START_ENV.GLIBC_TUNABLES,
-    UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? START_ENV.UV_THREADPOOL_SIZE,
-  };
+  // Whatever else of these the operator set is kept.
+  const env = { ...START_ENV, ...process.env };
   const execve = (process as { execve?: Execve }).execve;
   if (execve) execve(process.execPath, [process.execPath, ...args], env);
   const service = spawn(process.execPath, args, { env, stdio: ['inherit', 'inherit', 'inherit', 'ipc'] });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { BaseLogger } from 'pino';
-import type { Clock } from '../clock.js';
+import { type Clock, onceAnHour } from '../clock.js';
 import type { SecurityEvent } from '../store/security-events.js';
 import type { Store } from '../store/store.js';
 import { enqueueWebhookEvent, webhookEventFor } from '../webhooks/outbox.js';
@@ -44,7 +44,7 @@ export function createAuditTrail({
   clock: Clock;
   retentionDays: number;
 }) {
-  let prunedAt = Number.NEGATIVE_INFINITY;
+  const pruneDue = onceAnHour();
 
   /**
    * Records the event and, when it is a webhook event, puts it in the outbox. Pass `tx`, the store
@@ -66,11 +66,11 @@ export function createAuditTrail({
     };
     // Alone (a throttle has no change to join), the event and its outbox rows still go together.
     await (webhookType ? tx.transaction(write) : write(tx));
-    if (now.getTime() - prunedAt >= HOUR_MS) {
-      prunedAt = now.getTime();
+    if (pruneDue(now)) {
       const cutoff = new Date(now.getTime() - retentionDays * 24 * HOUR_MS);
-      await tx.securityEvents.deleteSecurityEventsBefore(cutoff);
-      await tx.webhooks.deleteFinishedDeliveriesBefore(cutoff);
+      // On the service's store, not the caller's transaction: a rollback must not undo the pruning.
+      await store.securityEvents.deleteSecurityEventsBefore(cutoff);
+      await store.webhooks.deleteFinishedDeliveriesBefore(cutoff);
     }
   }
 

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { createAuditTrail } from '../audit/audit-trail.js';
 import { systemClock } from '../clock.js';
 import { type Config, ConfigError, loadConfig } from '../config.js';
-import { deriveKey, randomToken } from '../crypto/secrets.js';
+import { deriveKey } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import { type CountryStatus, createCountryBudgets } from '../mfa/country-budgets.js';
 import { createMfaRemoval } from '../mfa/mfa-removal.js';
@@ -46,9 +46,10 @@ function createServices(store: Store, config: Config) {
     signingKeys: () => createSigningKeys({ store, clock, secretKey, accessTokenTtlSeconds }),
     async webhooks() {
       // The sealing key as app.ts derives it: from SECRET_KEY, else from the key kept in the database.
-      const serviceSecret =
-        secretKey ?? (await store.secrets.findOrCreateSecret('code-hash-key', randomToken(32), clock.now()));
-      const sealingKey = deriveKey(serviceSecret, WEBHOOK_SEALING_PURPOSE);
+      const sealingKey = deriveKey(
+        await store.secrets.findServiceSecret(secretKey, clock.now()),
+        WEBHOOK_SEALING_PURPOSE,
+      );
       return createWebhookEndpoints({ store, clock, sealingKey, allowPrivate: config.webhookAllowPrivate });
     },
     countries: createCountryBudgets({ store, clock, limits: config.smsLimits, audit }),

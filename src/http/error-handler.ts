@@ -144,8 +144,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const allowed = methodsByPath.get(normalizePath(request.url.split('?')[0] ?? ''));
     if (allowed) {
       reply.header('allow', [...allowed].join(', '));
-      // The token endpoint's rule (no caching of any answer) holds for a wrong method too.
-      reply.header('cache-control', 'no-store');
+      // The token endpoint's Pragma holds for a wrong method too (no-store is set by send()).
       reply.header('pragma', 'no-cache');
       return send(reply, 'method_not_allowed', `${request.method} is not allowed here`);
     }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestContext } from '../audit/audit-trail.js';
-import type { Clock } from '../clock.js';
+import { type Clock, onceAnHour } from '../clock.js';
 import type { SmsLimits } from '../config.js';
 import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
@@ -44,7 +44,7 @@ export function createOneTimeCodes({
   smsText,
   metrics,
 }: OneTimeCodeDeps) {
-  let prunedAt = Number.NEGATIVE_INFINITY;
+  const pruneDue = onceAnHour();
 
   /**
    * Sends a fresh code for `purpose` to `phone` and stores it hashed, replacing the earlier one.
@@ -74,15 +74,14 @@ export function createOneTimeCodes({
     const now = clock.now();
     const reservationId = randomUUID();
     const hour = startOfHour(now);
-    const scopes = capsFor(userId, purpose, phone, hour);
+    const scopes = capsFor(userId, purpose, phone);
     await pruneStaleCounters(hour);
 
     const reserved = await store.transaction(async (tx) => {
       if (!(await tx.smsQuota.reserveCooldown({ userId, purpose, reservationId }, now, limits.cooldownSeconds))) {
         return false;
       }
-      for (const { scope, limit, reached, keepSince } of scopes) {
-        await tx.smsQuota.pruneCounters(scope, keepSince ?? hour);
+      for (const { scope, limit, reached } of scopes) {
         if (!(await tx.smsQuota.incrementCounter(scope, hour, limit))) {
           const retryAfterSeconds = Math.ceil((hour.getTime() + HOUR_MS - now.getTime()) / 1000);
           log.info({ purpose, to: maskPhone(phone.digits), cap: scope.split(':')[0] }, 'hourly SMS cap reached');
@@ -150,8 +149,8 @@ export function createOneTimeCodes({
    * user's number can stop that user's login codes. Enrolments also count per country and per
    * number range (sequential pumping walks a range). The global ceiling bounds the bill.
    */
-  function capsFor(userId: string, purpose: CodePurpose, phone: PhoneNumber, hour: Date) {
-    const caps: { scope: string; limit: number; reached: string; keepSince?: Date }[] = [
+  function capsFor(userId: string, purpose: CodePurpose, phone: PhoneNumber) {
+    const caps: { scope: string; limit: number; reached: string }[] = [
       { scope: `user:${userId}`, limit: limits.perUserPerHour, reached: 'this account has had its hourly SMS' },
     ];
     if (purpose === 'enrol') {
@@ -172,8 +171,6 @@ export function createOneTimeCodes({
           scope: countryScope(country),
           limit: countries.hourlyLimitFor(country),
           reached: `enrolment SMS to ${country} have reached their hourly budget`,
-          // The anomaly pause compares this hour with the 7 days before.
-          keepSince: historyStart(hour),
         },
         {
           scope: 'enrol',
@@ -188,9 +185,9 @@ export function createOneTimeCodes({
 
   /** Deletes the counters no budget can read any more, at most once an hour per node. */
   async function pruneStaleCounters(hour: Date) {
-    if (hour.getTime() - prunedAt < HOUR_MS) return;
-    prunedAt = hour.getTime();
-    await store.smsQuota.pruneAllCounters(historyStart(hour));
+    if (!pruneDue(hour)) return;
+    // The anomaly pause compares this hour's country counters with the 7 days before.
+    await store.smsQuota.pruneCounters(hour, { scopePrefix: countryScope(''), since: historyStart(hour) });
   }
 
   /** Spends the user's code for `purpose` if `code` matches; never throws for a bad code. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
-import type { Clock } from '../clock.js';
+import { type Clock, onceAnHour } from '../clock.js';
 import { verifyPassword } from '../crypto/passwords.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
@@ -68,6 +68,8 @@ export function createPasswordGrant({
   metrics,
   clock,
 }: PasswordGrantDeps) {
+  const mfaTokenPruneDue = onceAnHour();
+
   /** Counts the answer in the metrics, whichever it is. */
   async function counted(work: () => Promise<PasswordGrantResult>): Promise<PasswordGrantResult> {
     try {
@@ -178,7 +180,7 @@ export function createPasswordGrant({
   ): Promise<never> {
     const mfaToken = randomToken(32);
     const now = clock.now();
-    await store.mfaTokens.pruneMfaTokens(now);
+    if (mfaTokenPruneDue(now)) await store.mfaTokens.pruneMfaTokens(now);
     await store.mfaTokens.insertMfaToken(
       {
         tokenHash: sha256(mfaToken),

@@ -75,15 +75,6 @@ export async function decrementCounter(db: Executor, scope: string, windowStart:
     .execute();
 }
 
-/** Drops this scope's counters of windows before `windowStart`; they can never matter again. */
-export async function pruneCounters(db: Executor, scope: string, windowStart: Date): Promise<void> {
-  await db
-    .deleteFrom('sms_counter')
-    .where('scope', '=', scope)
-    .where('window_start', '<', windowStart.toISOString())
-    .execute();
-}
-
 /** The sends counted against `scope` in the window starting at `windowStart`; 0 when none. */
 export async function findCounter(db: Executor, scope: string, windowStart: Date): Promise<number> {
   const row = await db
@@ -122,24 +113,25 @@ export async function listCounters(
   return rows.map((row) => ({ scope: row.scope, windowStart: new Date(row.window_start), sends: row.sends }));
 }
 
-/** How many scopes starting with `prefix` have counted `sends` or more in the window at `windowStart`. */
-export async function countCountersAtLeast(
+/**
+ * Drops the counters no cap reads again: every window before `currentWindow`, except those of the
+ * scopes starting with `history.scopePrefix` since `history.since` (what the anomaly pause compares with).
+ */
+export async function pruneCounters(
   db: Executor,
-  prefix: string,
-  windowStart: Date,
-  sends: number,
-): Promise<number> {
-  const row = await db
-    .selectFrom('sms_counter')
-    .select((eb) => eb.fn.countAll<number | string>().as('scopes'))
-    .where('scope', 'like', `${prefix}%`)
-    .where('window_start', '=', windowStart.toISOString())
-    .where('sends', '>=', sends)
-    .executeTakeFirst();
-  return Number(row?.scopes ?? 0);
-}
-
-/** Drops every scope's counters of windows before `windowStart` (numbers and ranges never asked again). */
-export async function pruneAllCounters(db: Executor, windowStart: Date): Promise<void> {
-  await db.deleteFrom('sms_counter').where('window_start', '<', windowStart.toISOString()).execute();
+  currentWindow: Date,
+  history: { scopePrefix: string; since: Date },
+): Promise<void> {
+  await db
+    .deleteFrom('sms_counter')
+    .where((eb) =>
+      eb.or([
+        eb('window_start', '<', history.since.toISOString()),
+        eb.and([
+          eb('window_start', '<', currentWindow.toISOString()),
+          eb('scope', 'not like', `${history.scopePrefix}%`),
+        ]),
+      ]),
+    )
+    .execute();
 }

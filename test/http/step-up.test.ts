@@ -113,6 +113,11 @@ describe('sensitive calls answer RFC 9470’s challenge', () => {
       assert.deepEqual(Object.keys(body).sort(), ['error', 'error_description']);
       assert.equal(body.error, 'insufficient_user_authentication');
       assert.match(body.error_description ?? '', /max_age=600/);
+      assert.match(
+        response.headers.get('www-authenticate') ?? '',
+        /^Bearer .*error="insufficient_user_authentication".*, acr_values="aal2", max_age=600$/,
+        `${method} ${path}`,
+      );
     }
     // Reading the status is not sensitive: the token itself is still valid.
     await expectStatus(service.call('/mfa/', { token: user.token }), 200);

@@ -48,10 +48,11 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
   const { clients, passwordGrant, refreshGrant, revocation, introspection } = deps;
   await app.register(formBody, { bodyLimit: 65_536 });
 
-  // RFC 6749 §5.1 and RFC 7662 §2.2: answers carrying tokens or their details must not be cached.
-  app.addHook('onSend', async (_request, reply) => {
-    reply.header('cache-control', 'no-store');
+  // RFC 6749 §5.1 and RFC 7662 §2.2: answers carrying tokens or their details must not be cached
+  // (every answer has Cache-Control: no-store, app.ts); HTTP/1.0 caches also read Pragma.
+  app.addHook('onRequest', (_request, reply, done) => {
     reply.header('pragma', 'no-cache');
+    done();
   });
 
   app.post(

@@ -12,9 +12,8 @@ export function recoveryRoutes(
   app.post(
     '/mfa/recovery/',
     { schema: { response: { 200: BackupCodesResponse, ...errors } }, onRequest: requireAccessToken },
-    async (request, reply) => {
-      // The codes are shown this once: no cache may keep them.
-      reply.header('cache-control', 'no-store');
+    async (request) => {
+      // Shown this once, with Cache-Control: no-store as every answer (app.ts).
       const codes = await backupCodes.regenerateBackupCodes(request.principal, contextOf(request));
       return { backup_codes: codes };
     },
