@@ -66,9 +66,10 @@ export function createAuditTrail({
     };
     // Alone (a throttle has no change to join), the event and its outbox rows still go together.
     await (webhookType ? tx.transaction(write) : write(tx));
-    if (pruneDue(now)) {
+    // Only outside a caller's transaction: there a rollback would undo the pruning, and on SQLite
+    // the service's store waits for that transaction's one connection, which waits for this.
+    if (tx === store && pruneDue(now)) {
       const cutoff = new Date(now.getTime() - retentionDays * 24 * HOUR_MS);
-      // On the service's store, not the caller's transaction: a rollback must not undo the pruning.
       await store.securityEvents.deleteSecurityEventsBefore(cutoff);
       await store.webhooks.deleteFinishedDeliveriesBefore(cutoff);
     }

@@ -106,7 +106,7 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
       if (judges.length === 0) {
         throw new ServiceError(
           'invalid_request',
-          `no enrolled factor that takes ${proof.field} reaches acr ${required}`,
+          `no enrolled factor that takes ${proof.field} reaches acr ${required}; send the password alone to be told which factor does`,
         );
       }
       await guesses.reserveGuess(user.id, context);

@@ -39,7 +39,10 @@ export function createTwilioSender(config: TwilioConfig, provider = 'twilio'): S
       const code = typeof answer === 'object' && answer !== null ? (answer as { code?: unknown }).code : undefined;
       if (status < 500 && typeof code === 'number' && REFUSED_NUMBER_CODES.has(code)) {
         log.info({ to, provider, twilioCode: code }, 'twilio refused the number');
-        throw new ServiceError('phone_number_rejected', `the SMS provider refused this number (Twilio error ${code})`);
+        throw new ServiceError(
+          'phone_number_rejected',
+          `the SMS provider refused this number (Twilio error ${code}); use another mobile number`,
+        );
       }
       log.error({ to, provider, status, twilioCode: code }, 'twilio failed to send');
       throw new ServiceError('sms_unavailable', 'the SMS provider failed to send the message; try again later');

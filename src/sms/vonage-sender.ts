@@ -61,7 +61,7 @@ export function createVonageSender(config: VonageConfig, provider = 'vonage'): S
         log.info({ to, provider, vonageStatus, errorText }, 'vonage refused the number');
         throw new ServiceError(
           'phone_number_rejected',
-          `the SMS provider refused this number (Vonage status ${vonageStatus})`,
+          `the SMS provider refused this number (Vonage status ${vonageStatus}); use another mobile number`,
         );
       }
       log.error({ to, provider, vonageStatus, errorText }, 'vonage failed to send');

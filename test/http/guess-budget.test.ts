@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import * as OTPAuth from 'otpauth';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
 const PASSWORD = 'correct horse battery';
@@ -73,6 +74,23 @@ describe('one guess budget per user across every second factor (CONTRACT §13)',
     assert.equal(await expectThrottled(service.login(username, PASSWORD, { backup_code: backup[0] ?? '' })), 60);
     service.clock.advance(60);
     await expectStatus(service.login(username, PASSWORD, { backup_code: backup[0] ?? '' }), 200);
+  });
+
+  test('wrong authenticator-app codes count: after 5, even the right app code waits 60 s', async () => {
+    const username = `guess-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    const start = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
+    const app = OTPAuth.URI.parse(start.otpauth_uri) as OTPAuth.TOTP;
+    const appCode = () => app.generate({ timestamp: service.clock.now().getTime() });
+    await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: appCode() } }), 200);
+    service.clock.advance(30);
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await expectStatus(service.login(username, PASSWORD, { mfa_code: otherCode(appCode()) }), 400);
+    }
+    assert.equal(await expectThrottled(service.login(username, PASSWORD, { mfa_code: appCode() })), 60);
+    service.clock.advance(60);
+    await expectStatus(service.login(username, PASSWORD, { mfa_code: appCode() }), 200);
   });
 
   test('SMS codes and backup codes share the budget', async () => {

@@ -260,7 +260,11 @@ describe('passkeys beside other factors (CONTRACT §13, §14)', () => {
     assert.deepEqual(plain.mfa_types, ['sms', 'webauthn']);
     assert.equal(plain.webauthn, undefined, 'no passkey options unless a passkey is asked for');
 
+    // Past the SMS cooldown, so that an SMS sent with the passkey challenge would show.
+    service.clock.advance(31);
+    const smsBefore = service.twilio.requestCount;
     const phr = await expectStatus(service.login(username, PASSWORD, { acr_values: 'phr' }), 200);
+    assert.equal(service.twilio.requestCount, smsBefore, 'a passkey challenge sends no SMS');
     assert.equal(phr.mfa_type, 'webauthn');
     assert.equal(phr.mfa_types, undefined, 'only passkeys reach phr');
     const refused = await expectStatus(
