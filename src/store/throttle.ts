@@ -28,15 +28,18 @@ export async function reserveAttempt(db: Executor, scope: string, now: Date, rul
         .column('scope')
         .doUpdateSet((eb) => {
           const stale = eb('login_throttle.last_failure_at', '<', windowStart);
-          // The block the new count earns, one branch per possible count (the list is short).
+          // The block the new count (failures + 1) earns: none below `free`, then one branch per
+          // wait (the list is short), the last wait for every count beyond.
           let block = eb
             .case()
             .when(stale)
-            .then(blockAfter(1)?.toISOString() ?? null);
-          for (let attempts = 1; attempts < rule.free + rule.blockEnds.length; attempts++) {
+            .then(blockAfter(1)?.toISOString() ?? null)
+            .when('login_throttle.failures', '<', rule.free - 1)
+            .then(null);
+          for (let wait = 0; wait < rule.blockEnds.length - 1; wait++) {
             block = block
-              .when('login_throttle.failures', '=', attempts)
-              .then(blockAfter(attempts + 1)?.toISOString() ?? null);
+              .when('login_throttle.failures', '=', rule.free - 1 + wait)
+              .then(rule.blockEnds[wait]?.toISOString() ?? null);
           }
           return {
             failures: eb
