@@ -11,7 +11,7 @@ import {
   sql,
   type Transaction,
 } from 'kysely';
-import type { Pool } from 'pg';
+import type { Pool, PoolClient } from 'pg';
 
 /** Times are ISO-8601 UTC strings (`Date#toISOString`) in both dialects: they sort as they compare. */
 type IsoTime = string;
@@ -322,7 +322,10 @@ export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POO
   // Idle ones report through the pool, checked-out ones through the client itself; either way the
   // query in flight fails (answered 503) and the pool opens a new connection when next asked.
   pgPool.on('error', () => {});
-  pgPool.on('connect', (client) => client.on('error', () => {}));
+  pgPool.on('connect', (client) => {
+    client.on('error', () => {});
+    prepareOncePerConnection(client);
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pgPool }) });
   driverHandles.set(db, { dialect: 'postgres', pool: pgPool });
   return { db, dialect: 'postgres' };
@@ -339,6 +342,33 @@ const driverHandles = new WeakMap<Executor, DriverHandle>();
 /** The driver under `db`; undefined for a transaction or a database not opened by `openDatabase`. */
 export function driverHandleOf(db: Executor): DriverHandle | undefined {
   return driverHandles.get(db);
+}
+
+/** Enough for every statement the code builds; texts beyond it (a long `in` list, say) go unnamed. */
+const MAX_NAMED_STATEMENTS = 500;
+const statementNames = new Map<string, string>();
+
+/**
+ * node-postgres sends a query unnamed, and PostgreSQL parses and plans it again each time. Kysely
+ * builds our statements from code, a bounded set of texts, so each text is given a name the first
+ * time it is sent, and a connection prepares a named statement once: the server spent a third less
+ * CPU per login (docs/PERFORMANCE.md). Left unnamed: statements without parameters (transaction
+ * control, migrations), and a text holding `*`, since a prepared `select *` fails once a migration
+ * adds a column, as a rolling upgrade does under nodes still running.
+ */
+function prepareOncePerConnection(client: PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((text: unknown, values?: unknown, callback?: unknown) => {
+    if (typeof text !== 'string' || !Array.isArray(values) || values.length === 0 || text.includes('*')) {
+      return query(text, values, callback);
+    }
+    let name = statementNames.get(text);
+    if (name === undefined && statementNames.size < MAX_NAMED_STATEMENTS) {
+      name = `kysely_${statementNames.size}`;
+      statementNames.set(text, name);
+    }
+    return name === undefined ? query(text, values, callback) : query({ name, text, values }, callback);
+  }) as PoolClient['query'];
 }
 
 /** Network errors and PostgreSQL's "cannot connect / shutting down" classes (08, 57P). */
