@@ -15,9 +15,12 @@ export const MAX_PASSWORD_LENGTH = 1024;
 
 /**
  * Argon2 is CPU-bound: more runs at once than cores adds no throughput, only 19 MiB of memory
- * each. Callers beyond that wait their turn here instead of in libuv's queue.
+ * each. libuv runs one per thread, and has one thread per core (start-settings.ts); one run more
+ * is let through to wait in libuv's queue, so that a thread that finishes a hash starts the next
+ * at once instead of waiting for the event loop to hand it over (7–10 % more logins per second,
+ * docs/PERFORMANCE.md). Callers beyond that wait their turn here.
  */
-const slots = { free: availableParallelism(), waiting: [] as (() => void)[] };
+const slots = { free: availableParallelism() + 1, waiting: [] as (() => void)[] };
 
 async function withArgon2Slot<T>(work: () => Promise<T>): Promise<T> {
   if (slots.free > 0) slots.free -= 1;
