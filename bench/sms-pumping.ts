@@ -6,21 +6,10 @@
 // simulated clock, listening on a local port and called over HTTP, with a local fake of Twilio
 // counting what went out. The clock is simulated so that a week of ordinary traffic (the history
 // the anomaly pause compares with) and the attack hours replay in a minute or two.
-import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { buildApp } from '../src/app.js';
-import type { Clock } from '../src/clock.js';
-import { loadConfig } from '../src/config.js';
 import { parsePhoneNumber } from '../src/mfa/phone-numbers.js';
-import { openDatabase } from '../src/store/database.js';
-import { migrateToLatest } from '../src/store/migrate.js';
-import { startFakeTwilio } from '../test/support/fake-twilio.js';
+import { ADMIN_TOKEN, startService, TestClock } from '../test/support/service.js';
 
 const HOUR_MS = 3_600_000;
-const ADMIN_TOKEN = 'simulation-admin-token-0123456789';
 const PASSWORD = 'correct horse battery';
 const option = (name: string, fallback: number) =>
   Number(new RegExp(`--${name}=(\\d+)`).exec(process.argv.join(' '))?.[1] ?? fallback);
@@ -79,19 +68,6 @@ function seededRandom(seed: number) {
   };
 }
 
-class SimulatedClock implements Clock {
-  #now: number;
-  constructor(start: number) {
-    this.#now = start;
-  }
-  now() {
-    return new Date(this.#now);
-  }
-  set(ms: number) {
-    this.#now = Math.max(this.#now, ms);
-  }
-}
-
 interface Tally {
   attempts: number;
   /** SMS the provider took. */
@@ -108,29 +84,19 @@ interface Account {
 }
 
 async function simulate(label: string, env: Record<string, string>) {
-  const twilio = await startFakeTwilio();
-  const dir = mkdtempSync(join(tmpdir(), 'mfa-sms-pumping-'));
-  const config = loadConfig({
-    DATABASE_URL: `sqlite:${join(dir, 'mfa.sqlite')}`,
-    ADMIN_TOKEN,
-    LOG_LEVEL: 'silent',
-    // A simulated day passes in seconds: tokens that last a day, refreshed daily.
-    ACCESS_TOKEN_TTL: '86400',
-    SMS_PROVIDER: 'twilio',
-    TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000009',
-    TWILIO_AUTH_TOKEN: 'twilio-auth-token-for-the-simulation',
-    TWILIO_FROM: '+15005550006',
-    TWILIO_API_URL: twilio.url,
-    ...env,
-  });
   // The simulation starts on a clock hour, 8 days before the hour the attack starts.
-  const clock = new SimulatedClock(Math.floor(Date.now() / HOUR_MS) * HOUR_MS);
-  const { db } = await openDatabase(config.databaseUrl);
-  await migrateToLatest(db);
-  const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
-  const app = await buildApp(config, { db, clock, logStream: silent });
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const clock = new TestClock(Math.floor(Date.now() / HOUR_MS) * HOUR_MS);
+  const service = await startService({
+    clock,
+    env: {
+      LOG_LEVEL: 'silent',
+      // A simulated day passes in seconds: tokens that last a day, refreshed daily.
+      ACCESS_TOKEN_TTL: '86400',
+      ...env,
+    },
+  });
+  const { twilio } = service;
+  const base = service.url;
   const random = seededRandom(15);
 
   async function call(path: string, method: string, body: object, token?: string) {
@@ -230,7 +196,7 @@ async function simulate(label: string, env: Record<string, string>) {
     }
     events.sort((a, b) => a.at - b.at);
     for (const event of events) {
-      clock.set(event.at);
+      clock.moveTo(event.at);
       await event.run();
     }
   }
@@ -245,7 +211,7 @@ async function simulate(label: string, env: Record<string, string>) {
     if (hour % 24 === 0) await refreshTokens(realAccounts);
     await playHour(start + hour * HOUR_MS, history);
   }
-  clock.set(start + HISTORY_HOURS * HOUR_MS);
+  clock.moveTo(start + HISTORY_HOURS * HOUR_MS);
   await refreshTokens(realAccounts);
   const attackAccounts = await createAccounts('attacker', ATTACK_ACCOUNTS);
   const sentBeforeAttack = twilio.messages.length;
@@ -259,10 +225,7 @@ async function simulate(label: string, env: Record<string, string>) {
   attack.sent = duringAttack.length - real.sent;
   const premium = duringAttack.filter((message) => message.to.startsWith('+44909')).length;
 
-  await app.close();
-  await db.destroy();
-  await twilio.close();
-  rmSync(dir, { recursive: true, force: true });
+  await service.close();
   console.log(`  ${label}: done`);
   return { label, history, real, attack, premium };
 }

@@ -47,20 +47,7 @@ export async function startServiceProcess(env: Record<string, string>, cwd?: str
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}: ${output}`);
-    try {
-      await fetch(`${url}/mfa/`);
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`the service did not answer within 30 s: ${output}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
+  await untilAnswering(child, `${url}/mfa/`, () => output);
   return {
     url,
     child,
@@ -71,4 +58,26 @@ export async function startServiceProcess(env: Record<string, string>, cwd?: str
       return exited;
     },
   };
+}
+
+/**
+ * Waits until `url` answers HTTP (any status); throws with the process's `output` if it exits first
+ * or does not answer within 30 s (then it is killed).
+ */
+export async function untilAnswering(child: ChildProcess, url: string, output: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null)
+      throw new Error(`${child.spawnargs.join(' ')} exited with ${child.exitCode}: ${output()}`);
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`${child.spawnargs.join(' ')} did not answer within 30 s: ${output()}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
 }

@@ -27,12 +27,19 @@ export function nextPhone(): string {
 
 /** A clock the test moves forward instead of sleeping. */
 export class TestClock implements Clock {
-  #now = Date.now();
+  #now: number;
+  constructor(startMs = Date.now()) {
+    this.#now = startMs;
+  }
   now() {
     return new Date(this.#now);
   }
   advance(seconds: number) {
     this.#now += seconds * 1000;
+  }
+  /** Moves to `ms` since the epoch, or stays where it is if that is earlier. */
+  moveTo(ms: number) {
+    this.#now = Math.max(this.#now, ms);
   }
 }
 
@@ -48,6 +55,8 @@ export interface ServiceOptions {
   legacy?: { version: string; seed: (db: Kysely<any>) => Promise<void> };
   /** Where the built account page is read from (default: this checkout's dist/account). */
   accountPageDir?: string;
+  /** The service's clock (default: a TestClock at the present time). */
+  clock?: TestClock;
 }
 
 /**
@@ -79,7 +88,7 @@ export async function startService(options: ServiceOptions = {}) {
       done();
     },
   });
-  const clock = new TestClock();
+  const clock = options.clock ?? new TestClock();
   const { db, dialect } = await openDatabase(config.databaseUrl, config.databasePool);
   if (options.legacy) {
     await migrateTo(db, options.legacy.version);
