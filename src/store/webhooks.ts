@@ -195,7 +195,7 @@ export async function claimDueDeliveries(
 /**
  * Records how a claimed attempt ended, and the delivery's fate: done (`succeeded`, or `failed`
  * for good) or `pending` again from `dueAt`. A worker whose claim lapsed and was taken over
- * changes only its own attempt.
+ * changes only its own attempt. Two statements: run it in a transaction.
  */
 export async function finishAttempt(
   db: Executor,

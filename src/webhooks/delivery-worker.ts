@@ -131,12 +131,10 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
       failure,
     };
     try {
-      await store.webhooks.finishAttempt({
-        delivery,
-        status: succeeded ? 'succeeded' : 'failed',
-        responseStatus,
-        next,
-      });
+      // One transaction: the delivery log never shows the attempt ended and the delivery still held.
+      await store.transaction((tx) =>
+        tx.webhooks.finishAttempt({ delivery, status: succeeded ? 'succeeded' : 'failed', responseStatus, next }),
+      );
     } catch (error) {
       log.error({ err: error, ...facts }, 'webhook attempt not recorded; its claim lapses and it is tried again');
       return;
