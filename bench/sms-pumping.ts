@@ -2,9 +2,9 @@
 // attack against the service, with the fraud defence (CONTRACT §15) off and then at its defaults,
 // and prints how many SMS went to the attack and how many to real users.
 //
-// Each run is the real service (buildApp, the code `npm start` runs, on a fresh SQLite file) on a
-// simulated clock, listening on a local port and called over HTTP, with a local fake of Twilio
-// counting what went out. The clock is simulated so that a week of ordinary traffic (the history
+// Each run is the real service (buildApp, the code `npm start` runs, started as the tests start it:
+// a fresh SQLite file, or a PostgreSQL schema with TEST_DATABASE=postgres) on a simulated clock,
+// listening on a local port and called over HTTP, with a local fake of Twilio counting what went out. The clock is simulated so that a week of ordinary traffic (the history
 // the anomaly pause compares with) and the attack hours replay in a minute or two.
 import { parsePhoneNumber } from '../src/mfa/phone-numbers.js';
 import { ADMIN_TOKEN, startService, TestClock } from '../test/support/service.js';

@@ -346,7 +346,10 @@ export function driverHandleOf(db: Executor): DriverHandle | undefined {
 
 /** Enough for every statement the code builds; texts beyond it (a long `in` list, say) go unnamed. */
 const MAX_NAMED_STATEMENTS = 500;
-const statementNames = new Map<string, string>();
+/** A text's statement name, or null for a text that is always sent unnamed. */
+const statementNames = new Map<string, string | null>();
+/** PostgreSQL's "cached plan must not change result type". */
+const PLAN_RESULT_CHANGED = '0A000';
 
 /**
  * node-postgres sends a query unnamed, and PostgreSQL parses and plans it again each time. Kysely
@@ -354,7 +357,9 @@ const statementNames = new Map<string, string>();
  * time it is sent, and a connection prepares a named statement once: the server spent a third less
  * CPU per login (docs/PERFORMANCE.md). Left unnamed: statements without parameters (transaction
  * control, migrations), and a text holding `*`, since a prepared `select *` fails once a migration
- * adds a column, as a rolling upgrade does under nodes still running.
+ * adds a column, as a rolling upgrade does under nodes still running. A migration that changes the
+ * type of a column a statement returns fails that statement once on this node; its text is then
+ * sent unnamed on every connection.
  */
 function prepareOncePerConnection(client: PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
@@ -367,7 +372,20 @@ function prepareOncePerConnection(client: PoolClient): void {
       name = `kysely_${statementNames.size}`;
       statementNames.set(text, name);
     }
-    return name === undefined ? query(text, values, callback) : query({ name, text, values }, callback);
+    if (!name) return query(text, values, callback);
+    const noteFailure = (error: unknown) => {
+      if ((error as { code?: unknown } | undefined)?.code === PLAN_RESULT_CHANGED) statementNames.set(text, null);
+    };
+    if (typeof callback === 'function') {
+      return query({ name, text, values }, (error: unknown, result: unknown) => {
+        noteFailure(error);
+        callback(error, result);
+      });
+    }
+    return (query({ name, text, values }) as Promise<unknown>).catch((error: unknown) => {
+      noteFailure(error);
+      throw error;
+    });
   }) as PoolClient['query'];
 }
 

@@ -206,17 +206,19 @@ export async function finishAttempt(
     next: { status: WebhookDeliveryStatus; dueAt: Date };
   },
 ): Promise<void> {
-  await db
-    .updateTable('webhook_attempt')
-    .set({ status: finished.status, response_status: finished.responseStatus ?? null })
-    .where('id', '=', finished.delivery.attemptId)
-    .execute();
+  // The delivery's row first, then its attempt's: the order in which deleting an endpoint
+  // cascades, so that the two never wait for each other.
   await db
     .updateTable('webhook_delivery')
     .set({ status: finished.next.status, due_at: finished.next.dueAt.toISOString(), lease_id: null })
     .where('id', '=', finished.delivery.id)
     .where('attempts', '=', finished.delivery.attempt)
     .where('status', '=', 'pending')
+    .execute();
+  await db
+    .updateTable('webhook_attempt')
+    .set({ status: finished.status, response_status: finished.responseStatus ?? null })
+    .where('id', '=', finished.delivery.attemptId)
     .execute();
 }
 

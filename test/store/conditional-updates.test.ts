@@ -8,7 +8,7 @@ import type { Database } from '../../src/store/database.js';
 import { advanceCounter, replacePendingFactor } from '../../src/store/mfa-factors.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { countAttempt, markUsed, replaceCode } from '../../src/store/one-time-codes.js';
-import { reserveAttempt } from '../../src/store/throttle.js';
+import { releaseAttempt, reserveAttempt } from '../../src/store/throttle.js';
 import { insertUser } from '../../src/store/users.js';
 import { openTestDatabase } from '../support/database.js';
 
@@ -91,6 +91,40 @@ describe('count the attempt first', () => {
     };
     const results = await Promise.all(Array.from({ length: 50 }, () => reserveAttempt(db, 'scope-race', NOW, rule)));
     assert.equal(results.filter(Boolean).length, 5);
+  });
+});
+
+describe('the block each count earns', () => {
+  test('none below the free attempts, then each wait in turn, the last repeating; a released attempt counts as never made', async () => {
+    const at = (seconds: number) => new Date(NOW.getTime() + seconds * 1000);
+    // Two free attempts, then waits of 2, 4 and 8 s, as AttemptLimiter works them out for `now`.
+    const ruleAt = (now: Date) => ({
+      free: 2,
+      windowStart: new Date(now.getTime() - 900_000),
+      blockEnds: [2, 4, 8].map((wait) => new Date(now.getTime() + wait * 1000)),
+    });
+    const row = () =>
+      db
+        .selectFrom('login_throttle')
+        .select(['failures', 'blocked_until'])
+        .where('scope', '=', 'scope-blocks')
+        .executeTakeFirst();
+    const reserve = (seconds: number) => reserveAttempt(db, 'scope-blocks', at(seconds), ruleAt(at(seconds)));
+
+    assert.equal(await reserve(0), true);
+    assert.deepEqual(await row(), { failures: 1, blocked_until: null });
+    await releaseAttempt(db, 'scope-blocks');
+    assert.equal(await reserve(0), true);
+    assert.deepEqual(await row(), { failures: 1, blocked_until: null });
+    assert.equal(await reserve(0), true);
+    assert.deepEqual(await row(), { failures: 2, blocked_until: at(2).toISOString() });
+    assert.equal(await reserve(1), false);
+    assert.equal(await reserve(2), true);
+    assert.deepEqual(await row(), { failures: 3, blocked_until: at(2 + 4).toISOString() });
+    assert.equal(await reserve(6), true);
+    assert.deepEqual(await row(), { failures: 4, blocked_until: at(6 + 8).toISOString() });
+    assert.equal(await reserve(14), true);
+    assert.deepEqual(await row(), { failures: 5, blocked_until: at(14 + 8).toISOString() });
   });
 });
 

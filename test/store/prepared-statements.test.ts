@@ -55,4 +55,15 @@ describe('statements prepared once per connection', { skip: !onPostgres && 'runs
     assert.ok('added_later' in (row ?? {}));
     assert.equal((await named().executeTakeFirst())?.id, 'u1');
   });
+
+  test('a statement whose result type a migration changed fails once, then goes unnamed', async () => {
+    const hashOf = () => db.selectFrom('user').select(['id', 'password_hash']).where('id', '=', 'u1');
+    assert.deepEqual(await hashOf().execute(), [{ id: 'u1', password_hash: 'h' }]);
+    assert.ok((await preparedTexts()).includes(hashOf().compile().sql));
+
+    await sql`alter table "user" alter column password_hash type varchar(1000)`.execute(db);
+    await assert.rejects(hashOf().execute(), { code: '0A000' });
+    assert.deepEqual(await hashOf().execute(), [{ id: 'u1', password_hash: 'h' }]);
+    assert.deepEqual(await hashOf().execute(), [{ id: 'u1', password_hash: 'h' }]);
+  });
 });
