@@ -201,7 +201,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const accountPage = loadAccountPage(accountPageDir);
   if (!accountPage) {
     rootLogger.warn(
-      `the account page is not built (no ${accountPageDir}/index.html): /account/ answers 503; run npm run build`,
+      `the account page is not built (no ${accountPageDir ?? 'dist/account beside a package.json'}/index.html): /account/ answers 503; run npm run build`,
     );
   }
 
