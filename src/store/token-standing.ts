@@ -107,11 +107,8 @@ function batchedReads(pool: Pool): (asked: Asked) => Promise<Row[]> {
     waiting = [];
     try {
       const columns = [0, 1, 2].map((column) => batch.map(({ asked }) => asked[column]));
-      const { rows } = await pool.query<Row & { n: number }>({
-        name: 'find-standing-with-factors',
-        text: POSTGRES_BATCH_TEXT,
-        values: columns,
-      });
+      // Prepared once per connection, as every statement with parameters (database.ts).
+      const { rows } = await pool.query<Row & { n: number }>(POSTGRES_BATCH_TEXT, columns);
       const byRequest = batch.map((): Row[] => []);
       // ordinality counts from 1 (a bigint, read as a number: database.ts).
       for (const row of rows) byRequest[row.n - 1]?.push(row);

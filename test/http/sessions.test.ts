@@ -138,7 +138,7 @@ describe('GET /mfa/ under concurrency', () => {
     const deletedLogin = await logIn(deleted);
     await expectStatus(service.call(`/admin/users/${deletedId}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
 
-    // Each answer alone first, then 15 rounds of all four at once (PostgreSQL reads them in one statement).
+    // Each answer alone first, then twice 15 copies of all four at once (PostgreSQL reads them in one statement).
     const cases = [plainLogin.access, enrolling.access, ended.access, deletedLogin.access];
     const answer = async (token: string): Promise<{ status: number; body: any }> => {
       const response = await service.call('/mfa/', { token });
