@@ -7,6 +7,7 @@ import { createAuditTrail } from './audit/audit-trail.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { deriveKey } from './crypto/secrets.js';
+import { writeAnswersPerTurn } from './http/answers-per-turn.js';
 import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
 import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
@@ -220,6 +221,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     done(missingHostError(request));
   });
   registerErrorHandling(app);
+  writeAnswersPerTurn(app);
   // Only JSON (and forms, on the OAuth endpoints) are bodies here; anything else is a 415.
   app.removeContentTypeParser('text/plain');
   // The one line a request, on every request: written by a logger without the redaction pass, which

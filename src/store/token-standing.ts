@@ -83,7 +83,6 @@ async function readRows(driver: DriverHandle, asked: Asked): Promise<Row[] | und
     return read(asked);
   }
   const { connection } = driver;
-  await afterThisTurnsInput();
   if (connection.inTransaction) return undefined;
   let statement = sqliteStatements.get(connection);
   if (!statement) {
@@ -92,26 +91,6 @@ async function readRows(driver: DriverHandle, asked: Asked): Promise<Row[] | und
   }
   const [user, jti, sid] = asked;
   return statement.all({ user, jti, sid });
-}
-
-let turnEnd: Promise<void> | undefined;
-
-/**
- * Resolves once the event loop has taken in this turn's input (setImmediate), the same promise for
- * every request of the turn. SQLite answers at once, so without it each answer was written as soon
- * as its request was parsed, and a client on the same host (a local proxy, the bench's load
- * generator) was woken once per answer: on a host where waking another process is dear, `GET /mfa/`
- * cost 85–95 µs of CPU against 54–58 µs with the turn's answers written together
- * (docs/PERFORMANCE.md). PostgreSQL's batch waits for the same moment.
- */
-function afterThisTurnsInput(): Promise<void> {
-  turnEnd ??= new Promise((resolve) =>
-    setImmediate(() => {
-      turnEnd = undefined;
-      resolve();
-    }),
-  );
-  return turnEnd;
 }
 
 /**
