@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import { type Clock, onceAnHour } from '../clock.js';
 import type { Store } from '../store/store.js';
 import type { AttemptRule } from '../store/throttle.js';
 
@@ -28,6 +28,13 @@ export type Reservation =
       isFirstRefusal: boolean;
     };
 
+/**
+ * No policy remembers an attempt, or makes a scope wait, longer than this: a scope whose last
+ * attempt is older counts from 1 again and waits for nothing, exactly as one never seen, so its
+ * row is deleted (once an hour per node). Without it every address that ever tried kept a row.
+ */
+const FORGET_AFTER_SECONDS = 2 * 86_400;
+
 class Refused extends Error {
   constructor(readonly scope: string) {
     super(`attempt refused for ${scope}`);
@@ -40,9 +47,12 @@ class Refused extends Error {
  * other cannot all be judged before any is counted. A right attempt gives its count back.
  */
 export function createAttemptLimiter({ store, clock }: { store: Store; clock: Clock }) {
+  const pruneDue = onceAnHour();
+
   /** Reserves one attempt in every scope, or in none. */
   async function reserve(scopes: LimitedScope[]): Promise<Reservation> {
     const now = clock.now();
+    if (pruneDue(now)) await store.throttle.deleteAttemptsBefore(new Date(now.getTime() - FORGET_AFTER_SECONDS * 1000));
     try {
       await store.transaction(async (tx) => {
         for (const { scope, policy } of scopes) {
@@ -76,6 +86,9 @@ export type AttemptLimiter = ReturnType<typeof createAttemptLimiter>;
 
 /** The policy worked out for an attempt made `now`: its window and the end of each wait it can earn. */
 function ruleFor(policy: AttemptPolicy, now: Date): AttemptRule {
+  if (policy.windowSeconds > FORGET_AFTER_SECONDS || policy.maxWaitSeconds > FORGET_AFTER_SECONDS) {
+    throw new Error(`an attempt policy may remember and wait ${FORGET_AFTER_SECONDS} s at most`);
+  }
   const blockEnds: Date[] = [];
   for (let wait = policy.firstWaitSeconds; ; wait *= 2) {
     blockEnds.push(new Date(now.getTime() + Math.min(wait, policy.maxWaitSeconds) * 1000));

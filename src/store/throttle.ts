@@ -109,3 +109,8 @@ export async function releaseAttempt(db: Executor, scope: string): Promise<void>
 export async function clearAttempts(db: Executor, scope: string): Promise<void> {
   await db.deleteFrom('login_throttle').where('scope', '=', scope).execute();
 }
+
+/** Forgets every scope whose last attempt came before `cutoff`. */
+export async function deleteAttemptsBefore(db: Executor, cutoff: Date): Promise<void> {
+  await db.deleteFrom('login_throttle').where('last_failure_at', '<', cutoff.toISOString()).execute();
+}

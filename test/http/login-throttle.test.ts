@@ -165,6 +165,24 @@ describe('the audit trail of throttling', () => {
   });
 });
 
+describe('attempt counts are forgotten', () => {
+  test('a scope whose last attempt is two days old loses its row; younger ones keep theirs', async () => {
+    const counts = async () => (await rowsOf(service, 'login_throttle')).length;
+    await expectStatus(service.login('tried-first', 'wrong'), 400);
+    assert.equal(await counts(), 2, 'the username and the address');
+    service.clock.advance(86_400);
+    await expectStatus(service.login('tried-next-day', 'wrong'), 400);
+    assert.equal(await counts(), 3, 'a day-old count is kept');
+    service.clock.advance(86_400 + 3600);
+    await expectStatus(service.login('tried-last', 'wrong'), 400);
+    // tried-first's count (2 days and an hour old) is gone; tried-next-day's and the address's stay.
+    assert.equal(await counts(), 3);
+    // Forgetting changed nothing: tried-first starts again from a clean count, five free attempts.
+    for (let attempt = 0; attempt < 5; attempt++) await expectStatus(service.login('tried-first', 'wrong'), 400);
+    await expectStatus(service.login('tried-first', 'wrong'), 429);
+  });
+});
+
 /** The rows of one table, read from the database. */
 async function rowsOf(service: Service, table: string): Promise<Record<string, unknown>[]> {
   const line = (await service.dumpDatabase()).split('\n').find((candidate) => candidate.startsWith(`${table}: `));
