@@ -105,19 +105,38 @@ function cpuSecondsOf(processes: number[], { reapedChildren = false } = {}): num
   return ticks / TICKS_PER_SECOND;
 }
 
+/** The largest resident set (VmHWM) the process has had, in MB. */
+function peakMemoryMbOf(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    return Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
+  } catch {
+    return 0; // ended meanwhile
+  }
+}
+
 /**
- * The largest resident set (VmHWM) each process of the tree has had, in MB: the service, and on
- * Node 20 the launcher that started it with its memory settings (src/start-settings.ts).
+ * The service's peak resident set phase by phase: `phaseEnded` reads the peak since the last
+ * phase ended, then starts the next from the present size (writing 5 to `clear_refs` resets
+ * VmHWM, Linux 4.0 and later). The run's peak is the largest. The service is the deepest process
+ * of the tree: on Node 20 a launcher started it with its memory settings (src/start-settings.ts).
  */
-function peakMemoryMbOf(pid: number): number[] {
-  return processTree(pid).map((member) => {
-    try {
-      const status = readFileSync(`/proc/${member}/status`, 'utf8');
-      return Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
-    } catch {
-      return 0; // ended meanwhile
-    }
-  });
+function phasePeaks(pid: number) {
+  const tree = processTree(pid);
+  const service = tree[tree.length - 1] ?? pid;
+  const peaks: Record<string, number> = {};
+  return {
+    peaks,
+    phaseEnded(name: string) {
+      peaks[name] = peakMemoryMbOf(service);
+      try {
+        writeFileSync(`/proc/${service}/clear_refs`, '5');
+      } catch {
+        // not Linux, or not allowed: each later phase then reads the peak so far
+      }
+    },
+    launcherPeakMb: () => (tree.length > 1 ? peakMemoryMbOf(tree[0] ?? pid) : 0),
+  };
 }
 
 /**
@@ -254,8 +273,10 @@ function forgeryOf(accessToken: string): () => string {
 interface RunFigures {
   dialect: Dialect;
   readyMs: number;
-  /** The service's process. */
+  /** The service's process, the whole run: the largest of `phasePeakMemoryMb`. */
   peakMemoryMb: number;
+  /** Its peak in each phase: start and the plain users, the users enrolling SMS, (a) and (f), (e) and (b), (c). */
+  phasePeakMemoryMb: Record<string, number>;
   /** The launcher's, when the service was relaunched under it (Node 20). */
   launcherPeakMemoryMb: number;
   a_mfaStatus: Figures;
@@ -306,6 +327,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
   );
   const readyMs = Math.round(performance.now() - startedAt);
   const pid = service.pid ?? 0;
+  const memory = phasePeaks(pid);
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
   const token = (username: string, extra: Record<string, string> = {}) =>
     json(`${base}/mfa/oauth2/token/`, {
@@ -324,6 +346,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
       });
       return username;
     });
+    memory.phaseEnded('users');
     const mfaUsers = await inParallel(MFA_USERS, 8, async (index) => {
       const username = `mfa-${index}`;
       const phone = String(14_155_550_000 + index);
@@ -351,6 +374,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
 
     // Each ceiling is measured just before and just after the figure it bounds: shared machines
     // change speed from minute to minute.
+    memory.phaseEnded('enrolments');
     console.log('  (d) bare node:http, (a) GET /mfa/, (d) again, (f) forged tokens …');
     const bareBefore = await bareNodeHttp();
     const mfaStatus = await cannon(
@@ -373,6 +397,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
       { expectedStatus: 401, dialect },
     );
 
+    memory.phaseEnded('a/f');
     console.log('  (e) raw Argon2id, (b) password grant, (e) again …');
     const argon2Before = await rawArgon2();
     let next = 0;
@@ -404,6 +429,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     );
     const argon2After = await rawArgon2();
 
+    memory.phaseEnded('b');
     console.log('  (c) complete SMS MFA logins …');
     let taken = 0;
     let completed = 0;
@@ -435,12 +461,13 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     const percentile = (p: number) =>
       Math.round(latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0);
 
-    const peaks = peakMemoryMbOf(pid);
+    memory.phaseEnded('c');
     return {
       dialect,
       readyMs,
-      peakMemoryMb: Math.max(...peaks),
-      launcherPeakMemoryMb: peaks.length > 1 ? (peaks[0] ?? 0) : 0,
+      peakMemoryMb: Math.max(...Object.values(memory.peaks)),
+      phasePeakMemoryMb: memory.peaks,
+      launcherPeakMemoryMb: memory.launcherPeakMb(),
       a_mfaStatus: mfaStatus,
       f_forgedToken: forged,
       b_passwordGrant: passwordGrant,
@@ -576,7 +603,10 @@ async function main() {
           `f ${figures.f_forgedToken.cpuMicrosPerRequest} µs; b ${figures.b_passwordGrant.requestsPerSecond}/s ` +
           `${figures.b_passwordGrant.cpuMicrosPerRequest} µs${dialect === 'postgres' ? ` + PostgreSQL ${figures.b_passwordGrant.postgresCpuMicrosPerRequest ?? 'n/a'} µs` : ''}; ` +
           `e ${figures.e_rawArgon2PerSecond.join('/')}/s; c ${figures.c_smsLogins.loginsPerSecond}/s; ` +
-          `ready ${figures.readyMs} ms; peak ${figures.peakMemoryMb} MB (launcher ${figures.launcherPeakMemoryMb})`,
+          `ready ${figures.readyMs} ms; peak ${figures.peakMemoryMb} MB (` +
+          `${Object.entries(figures.phasePeakMemoryMb)
+            .map(([phase, mb]) => `${phase} ${mb}`)
+            .join(', ')}; launcher ${figures.launcherPeakMemoryMb})`,
       );
     }
   }
