@@ -25,7 +25,10 @@ function afterThisTurnsInput(): Promise<void> {
  * wait is the rest of the turn, not a timer: a lone request is answered in the same turn.
  */
 export function writeAnswersPerTurn(app: FastifyInstance): void {
-  app.addHook('onSend', (_request, _reply, payload, done) => {
-    afterThisTurnsInput().then(() => done(null, payload));
+  // Async, not `done` from a `.then`: Fastify then writes the answer inside its own try, so a
+  // failure there (a header it refuses) is still answered 500 instead of rejecting unhandled.
+  app.addHook('onSend', async (_request, _reply, payload) => {
+    await afterThisTurnsInput();
+    return payload;
   });
 }

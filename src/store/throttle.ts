@@ -1,3 +1,4 @@
+import { PostgresAdapter } from 'kysely';
 import type { Executor } from './database.js';
 
 /** How a scope's attempts are limited, with the times already worked out for this attempt. */
@@ -112,5 +113,10 @@ export async function clearAttempts(db: Executor, scope: string): Promise<void> 
 
 /** Forgets every scope whose last attempt came before `cutoff`. */
 export async function deleteAttemptsBefore(db: Executor, cutoff: Date): Promise<void> {
-  await db.deleteFrom('login_throttle').where('last_failure_at', '<', cutoff.toISOString()).execute();
+  const before = cutoff.toISOString();
+  let stale = db.selectFrom('login_throttle').select('scope').where('last_failure_at', '<', before);
+  // PostgreSQL: a row a reservation holds is skipped, not waited for. The delete would lock rows
+  // in its scan's order and a reservation locks its scopes in its own: waiting could close a cycle.
+  if (db.getExecutor().adapter instanceof PostgresAdapter) stale = stale.forUpdate().skipLocked();
+  await db.deleteFrom('login_throttle').where('scope', 'in', stale).where('last_failure_at', '<', before).execute();
 }

@@ -177,7 +177,7 @@ describe('attempt counts are forgotten', () => {
     await expectStatus(service.login('tried-last', 'wrong'), 400);
     // tried-first's count (2 days and an hour old) is gone; tried-next-day's and the address's stay.
     assert.equal(await counts(), 3);
-    // Forgetting changed nothing: tried-first starts again from a clean count, five free attempts.
+    // As with a row kept past its window: tried-first starts again from a clean count, five free attempts.
     for (let attempt = 0; attempt < 5; attempt++) await expectStatus(service.login('tried-first', 'wrong'), 400);
     await expectStatus(service.login('tried-first', 'wrong'), 429);
   });
