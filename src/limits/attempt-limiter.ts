@@ -53,11 +53,12 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
   async function reserve(scopes: LimitedScope[]): Promise<Reservation> {
     const now = clock.now();
     if (pruneDue(now)) await store.throttle.deleteAttemptsBefore(new Date(now.getTime() - FORGET_AFTER_SECONDS * 1000));
+    const attempts = scopes.map(({ scope, policy }) => ({ scope, rule: ruleFor(policy, now) }));
     try {
       await store.transaction(async (tx) => {
-        for (const { scope, policy } of scopes) {
-          if (!(await tx.throttle.reserveAttempt(scope, now, ruleFor(policy, now)))) throw new Refused(scope);
-        }
+        const counted = await tx.throttle.reserveAttempts(attempts, now);
+        const refused = attempts.find(({ scope }) => !counted.includes(scope));
+        if (refused) throw new Refused(refused.scope);
       });
       return { isAllowed: true };
     } catch (error) {
@@ -75,10 +76,12 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
 
   return {
     reserve,
-    /** Gives back the attempt counted in `scope`: it was right. */
-    release: (scope: string) => store.throttle.releaseAttempt(scope),
-    /** Forgets every attempt counted in `scope`. */
-    clear: (scope: string) => store.throttle.clearAttempts(scope),
+    /**
+     * The attempt was right: every attempt counted in `forget` is forgotten, and `giveBack` (a
+     * budget a success does not restore) gets this one back.
+     */
+    attemptWasRight: (forget: string, giveBack?: string) =>
+      store.throttle.settleRightAttempt(clock.now(), forget, giveBack),
   };
 }
 

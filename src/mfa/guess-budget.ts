@@ -37,8 +37,7 @@ export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter;
   /** The proof was right: the run of failures ends, and the day's budget gets this attempt back. */
   async function guessSucceeded(userId: string): Promise<void> {
     const { consecutive, daily } = scopes(userId);
-    await limiter.clear(consecutive);
-    await limiter.release(daily);
+    await limiter.attemptWasRight(consecutive, daily);
   }
 
   return { reserveGuess, guessSucceeded };

@@ -63,8 +63,7 @@ export function createLoginThrottle({ limiter, audit, throttleKey }: LoginThrott
    * address gets back the attempt counted for this login (one address, many users).
    */
   async function loginSucceeded(attempt: LoginAttempt): Promise<void> {
-    await limiter.clear(attempt.usernameScope);
-    if (attempt.addressScope) await limiter.release(attempt.addressScope);
+    await limiter.attemptWasRight(attempt.usernameScope, attempt.addressScope);
   }
 
   return { reserveLogin, loginSucceeded };

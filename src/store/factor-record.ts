@@ -17,6 +17,26 @@ export interface Factor {
   counter?: number;
 }
 
+/**
+ * Every column of `mfa_factor`, named: a statement that selects `*` is not prepared on
+ * PostgreSQL (store/database.ts), and the factors are read on every login and MFA call.
+ */
+export const FACTOR_COLUMNS = [
+  'id',
+  'user_id',
+  'type',
+  'name',
+  'is_default',
+  'status',
+  'created_at',
+  'verified_at',
+  'last_used_at',
+  'phone_number',
+  'sealed_secret',
+  'data',
+  'counter',
+] as const satisfies readonly (keyof MfaFactorTable)[];
+
 /** A row of `mfa_factor` as a record. */
 export function toFactor(row: Selectable<MfaFactorTable>): Factor {
   return {

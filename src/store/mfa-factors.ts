@@ -1,5 +1,5 @@
 import type { Executor } from './database.js';
-import { type Factor, toFactor } from './factor-record.js';
+import { FACTOR_COLUMNS, type Factor, toFactor } from './factor-record.js';
 
 export type { Factor } from './factor-record.js';
 
@@ -7,7 +7,7 @@ export type { Factor } from './factor-record.js';
 export async function listFactors(db: Executor, userId: string): Promise<Factor[]> {
   const rows = await db
     .selectFrom('mfa_factor')
-    .selectAll()
+    .select(FACTOR_COLUMNS)
     .where('user_id', '=', userId)
     .orderBy('created_at')
     .orderBy('id')
@@ -20,7 +20,7 @@ export async function findFactor(db: Executor, userId: string, id: string): Prom
   if (id.includes('\0')) return undefined; // PostgreSQL text cannot hold NUL
   const row = await db
     .selectFrom('mfa_factor')
-    .selectAll()
+    .select(FACTOR_COLUMNS)
     .where('user_id', '=', userId)
     .where('id', '=', id)
     .executeTakeFirst();

@@ -1,4 +1,4 @@
-import { PostgresAdapter } from 'kysely';
+import { type Expression, PostgresAdapter } from 'kysely';
 import type { Executor } from './database.js';
 
 /** How a scope's attempts are limited, with the times already worked out for this attempt. */
@@ -11,60 +11,102 @@ export interface AttemptRule {
   blockEnds: Date[];
 }
 
+/** One scope an attempt is counted in, and its rule. */
+export interface ScopedRule {
+  scope: string;
+  rule: AttemptRule;
+}
+
 /**
- * Counts one attempt against `scope` unless the scope must wait, in one conditional upsert: of
- * many racing attempts, no more are let through than the count allows. Returns false (counting
- * nothing) while the scope is blocked.
+ * Counts one attempt in each scope that may try now, in one conditional upsert: of many racing
+ * attempts, no more are let through than the count allows. Returns the scopes counted; a scope
+ * that must wait is left as it was (run it in a transaction to count in every scope or in none).
+ * Rows are locked in scope order, as `settleRightAttempt` locks them, so that the two never
+ * wait for each other in a cycle.
  */
-export async function reserveAttempt(db: Executor, scope: string, now: Date, rule: AttemptRule): Promise<boolean> {
+export async function reserveAttempts(db: Executor, attempts: ScopedRule[], now: Date): Promise<string[]> {
   const at = now.toISOString();
-  const blockAfter = (attempts: number) =>
-    attempts < rule.free ? null : (rule.blockEnds[Math.min(attempts - rule.free, rule.blockEnds.length - 1)] ?? null);
-  const windowStart = rule.windowStart.toISOString();
-  const row = await db
+  const sorted = [...attempts].sort((a, b) => (a.scope < b.scope ? -1 : 1));
+  const rows = await db
     .insertInto('login_throttle')
-    .values({ scope, failures: 1, last_failure_at: at, blocked_until: blockAfter(1)?.toISOString() ?? null })
+    .values(
+      sorted.map(({ scope, rule }) => ({
+        scope,
+        failures: 1,
+        last_failure_at: at,
+        blocked_until: blockAfter(rule, 1),
+      })),
+    )
     .onConflict((conflict) =>
       conflict
         .column('scope')
         .doUpdateSet((eb) => {
-          const stale = eb('login_throttle.last_failure_at', '<', windowStart);
-          // The block the new count (failures + 1) earns: none below `free`, then one branch per
-          // wait (the list is short), the last wait for every count beyond.
-          let block = eb
-            .case()
-            .when(stale)
-            .then(blockAfter(1)?.toISOString() ?? null)
-            .when('login_throttle.failures', '<', rule.free - 1)
-            .then(null);
-          for (let wait = 0; wait < rule.blockEnds.length - 1; wait++) {
-            block = block
-              .when('login_throttle.failures', '=', rule.free - 1 + wait)
-              .then(rule.blockEnds[wait]?.toISOString() ?? null);
-          }
+          const stale = (rule: AttemptRule) =>
+            eb('login_throttle.last_failure_at', '<', rule.windowStart.toISOString());
+          /** `pick` of the row's own scope: one branch per scope, the last as the default. */
+          const perScope = <T>(pick: (rule: AttemptRule) => Expression<T>): Expression<T> => {
+            const [first, ...others] = sorted as [ScopedRule, ...ScopedRule[]];
+            const last = others.pop();
+            if (!last) return pick(first.rule);
+            let branches = eb.case().when('login_throttle.scope', '=', first.scope).then(pick(first.rule));
+            for (const { scope, rule } of others) {
+              branches = branches.when('login_throttle.scope', '=', scope).then(pick(rule));
+            }
+            return branches.else(pick(last.rule)).end();
+          };
           return {
-            failures: eb
-              .case()
-              .when(stale)
-              .then(1)
-              .else(eb('login_throttle.failures', '+', 1))
-              .end(),
+            failures: perScope((rule) =>
+              eb
+                .case()
+                .when(stale(rule))
+                .then(1)
+                .else(eb('login_throttle.failures', '+', 1))
+                .end(),
+            ),
             last_failure_at: at,
-            blocked_until: block.else(blockAfter(Number.MAX_SAFE_INTEGER)?.toISOString() ?? null).end(),
+            // The block the new count (failures + 1) earns: none below `free`, then one branch per
+            // wait (the list is short), the last wait for every count beyond.
+            blocked_until: perScope((rule) => {
+              let block = eb
+                .case()
+                .when(stale(rule))
+                .then(blockAfter(rule, 1))
+                .when('login_throttle.failures', '<', rule.free - 1)
+                .then(null);
+              for (let wait = 0; wait < rule.blockEnds.length - 1; wait++) {
+                block = block
+                  .when('login_throttle.failures', '=', rule.free - 1 + wait)
+                  .then(rule.blockEnds[wait]?.toISOString() ?? null);
+              }
+              return block.else(blockAfter(rule, Number.MAX_SAFE_INTEGER)).end();
+            }),
           };
         })
         .where((eb) =>
-          eb.or([
-            eb('login_throttle.last_failure_at', '<', windowStart),
-            eb('login_throttle.failures', '<', rule.free),
-            eb('login_throttle.blocked_until', 'is', null),
-            eb('login_throttle.blocked_until', '<=', at),
-          ]),
+          eb.or(
+            sorted.map(({ scope, rule }) =>
+              eb.and([
+                eb('login_throttle.scope', '=', scope),
+                eb.or([
+                  eb('login_throttle.last_failure_at', '<', rule.windowStart.toISOString()),
+                  eb('login_throttle.failures', '<', rule.free),
+                  eb('login_throttle.blocked_until', 'is', null),
+                  eb('login_throttle.blocked_until', '<=', at),
+                ]),
+              ]),
+            ),
+          ),
         ),
     )
-    .returning('failures')
-    .executeTakeFirst();
-  return row !== undefined;
+    .returning('scope')
+    .execute();
+  return rows.map((row) => row.scope);
+}
+
+/** The end of the block that the `attempts`-th attempt in a window earns, or null for none. */
+function blockAfter(rule: AttemptRule, attempts: number): string | null {
+  if (attempts < rule.free) return null;
+  return rule.blockEnds[Math.min(attempts - rule.free, rule.blockEnds.length - 1)]?.toISOString() ?? null;
 }
 
 /**
@@ -96,19 +138,36 @@ export async function noteRefusal(
   return { blockedUntil: new Date(row.blocked_until), isFirstRefusal: marked !== undefined };
 }
 
-/** Gives back one counted attempt that turned out right. */
-export async function releaseAttempt(db: Executor, scope: string): Promise<void> {
+/**
+ * A counted attempt turned out right, settled in one statement: `forget`'s count goes back to
+ * zero (which counts and blocks exactly as no row does; the hourly prune deletes the row), and
+ * `giveBack`, if any, gets its attempt back. Rows are locked in scope order, as
+ * `reserveAttempts` locks them.
+ */
+export async function settleRightAttempt(db: Executor, now: Date, forget: string, giveBack?: string): Promise<void> {
+  const scopes = (giveBack === undefined ? [forget] : [forget, giveBack]).sort();
   await db
-    .updateTable('login_throttle')
-    .set((eb) => ({ failures: eb('failures', '-', 1) }))
-    .where('scope', '=', scope)
-    .where('failures', '>', 0)
+    .insertInto('login_throttle')
+    .values(scopes.map((scope) => ({ scope, failures: 0, last_failure_at: now.toISOString(), blocked_until: null })))
+    .onConflict((conflict) =>
+      conflict.column('scope').doUpdateSet((eb) => ({
+        failures: eb
+          .case()
+          .when('login_throttle.scope', '=', forget)
+          .then(0)
+          .when('login_throttle.failures', '>', 0)
+          .then(eb('login_throttle.failures', '-', 1))
+          .else(0)
+          .end(),
+        blocked_until: eb
+          .case()
+          .when('login_throttle.scope', '=', forget)
+          .then(null)
+          .else(eb.ref('login_throttle.blocked_until'))
+          .end(),
+      })),
+    )
     .execute();
-}
-
-/** Forgets the scope's attempts (after a success that proves the owner is back). */
-export async function clearAttempts(db: Executor, scope: string): Promise<void> {
-  await db.deleteFrom('login_throttle').where('scope', '=', scope).execute();
 }
 
 /** Forgets every scope whose last attempt came before `cutoff`. */

@@ -8,7 +8,7 @@ import type { Database } from '../../src/store/database.js';
 import { advanceCounter, replacePendingFactor } from '../../src/store/mfa-factors.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { countAttempt, markUsed, replaceCode } from '../../src/store/one-time-codes.js';
-import { releaseAttempt, reserveAttempt } from '../../src/store/throttle.js';
+import { type AttemptRule, reserveAttempts, settleRightAttempt } from '../../src/store/throttle.js';
 import { insertUser } from '../../src/store/users.js';
 import { openTestDatabase } from '../support/database.js';
 
@@ -27,6 +27,11 @@ async function newUser(): Promise<string> {
   const id = `user-${++userCount}`;
   await insertUser(db, { id, username: id, usernameKey: id, passwordHash: 'h' }, NOW);
   return id;
+}
+
+/** Counts one attempt in `scope` alone: true when it was let through. */
+async function reserveAttempt(db: Kysely<Database>, scope: string, now: Date, rule: AttemptRule): Promise<boolean> {
+  return (await reserveAttempts(db, [{ scope, rule }], now)).length === 1;
 }
 
 /** Runs `work` 20 times at once. */
@@ -95,7 +100,7 @@ describe('count the attempt first', () => {
 });
 
 describe('the block each count earns', () => {
-  test('none below the free attempts, then each wait in turn, the last repeating; a released attempt counts as never made', async () => {
+  test('none below the free attempts, then each wait in turn, the last repeating; an attempt given back counts as never made', async () => {
     const at = (seconds: number) => new Date(NOW.getTime() + seconds * 1000);
     // Two free attempts, then waits of 2, 4 and 8 s, as AttemptLimiter works them out for `now`.
     const ruleAt = (now: Date) => ({
@@ -113,7 +118,7 @@ describe('the block each count earns', () => {
 
     assert.equal(await reserve(0), true);
     assert.deepEqual(await row(), { failures: 1, blocked_until: null });
-    await releaseAttempt(db, 'scope-blocks');
+    await settleRightAttempt(db, NOW, 'scope-unrelated', 'scope-blocks');
     assert.equal(await reserve(0), true);
     assert.deepEqual(await row(), { failures: 1, blocked_until: null });
     assert.equal(await reserve(0), true);
@@ -125,6 +130,53 @@ describe('the block each count earns', () => {
     assert.deepEqual(await row(), { failures: 4, blocked_until: at(6 + 8).toISOString() });
     assert.equal(await reserve(14), true);
     assert.deepEqual(await row(), { failures: 5, blocked_until: at(14 + 8).toISOString() });
+  });
+});
+
+describe('several scopes in one statement', () => {
+  const at = (seconds: number) => new Date(NOW.getTime() + seconds * 1000);
+  const row = (scope: string) =>
+    db.selectFrom('login_throttle').select(['failures', 'blocked_until']).where('scope', '=', scope).executeTakeFirst();
+
+  test('each scope is counted by its own rule, and one that must wait is left as it was', async () => {
+    const strict = { free: 1, windowStart: new Date(NOW.getTime() - 900_000), blockEnds: [at(60)] };
+    const lenient = { free: 3, windowStart: new Date(NOW.getTime() - 900_000), blockEnds: [at(5)] };
+    const both = () =>
+      reserveAttempts(
+        db,
+        [
+          { scope: 'multi-strict', rule: strict },
+          { scope: 'multi-lenient', rule: lenient },
+        ],
+        NOW,
+      );
+    assert.deepEqual((await both()).sort(), ['multi-lenient', 'multi-strict']);
+    assert.deepEqual(await row('multi-strict'), { failures: 1, blocked_until: at(60).toISOString() });
+    assert.deepEqual(await row('multi-lenient'), { failures: 1, blocked_until: null });
+    assert.deepEqual(await both(), ['multi-lenient'], 'the strict scope waits; the lenient one still counts');
+    assert.deepEqual(await row('multi-strict'), { failures: 1, blocked_until: at(60).toISOString() });
+    assert.deepEqual(await row('multi-lenient'), { failures: 2, blocked_until: null });
+  });
+
+  test('a right attempt forgets one scope, down to a count that behaves as no row, and gives one attempt back to the other', async () => {
+    const ruleAt = (now: Date) => ({ free: 2, windowStart: new Date(now.getTime() - 900_000), blockEnds: [at(2)] });
+    for (let attempt = 0; attempt < 2; attempt++) {
+      assert.equal(await reserveAttempt(db, 'settle-forget', NOW, ruleAt(NOW)), true);
+      assert.equal(await reserveAttempt(db, 'settle-back', NOW, ruleAt(NOW)), true);
+    }
+    assert.equal(await reserveAttempt(db, 'settle-forget', at(1), ruleAt(at(1))), false, 'blocked before settling');
+
+    await settleRightAttempt(db, at(1), 'settle-forget', 'settle-back');
+    assert.deepEqual(await row('settle-forget'), { failures: 0, blocked_until: null });
+    assert.deepEqual(await row('settle-back'), { failures: 1, blocked_until: at(2).toISOString() });
+    // From zero, as from no row: the free attempts again, then the block.
+    assert.equal(await reserveAttempt(db, 'settle-forget', at(1), ruleAt(at(1))), true);
+    assert.deepEqual(await row('settle-forget'), { failures: 1, blocked_until: null });
+
+    // A count never goes below zero, however many right attempts are settled.
+    await settleRightAttempt(db, at(1), 'settle-forget', 'settle-back');
+    await settleRightAttempt(db, at(1), 'settle-forget', 'settle-back');
+    assert.deepEqual(await row('settle-back'), { failures: 0, blocked_until: at(2).toISOString() });
   });
 });
 
