@@ -1,11 +1,20 @@
-import { DEFAULT_MIGRATION_TABLE, type Kysely, Migrator, PostgresAdapter, sql } from 'kysely';
+import { DEFAULT_MIGRATION_TABLE, type Kysely, type MigrationResultSet, Migrator, PostgresAdapter, sql } from 'kysely';
 import type { Database } from './database.js';
 import { migrations } from './migrations/index.js';
 
 /** Brings the schema up to date; safe when several nodes start at once (the migrator locks). */
-export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+export function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  return migrate(db, (migrator) => migrator.migrateToLatest());
+}
+
+/** Migrates up to and including the migration `name`: a database of that version (for tests of upgrades). */
+export function migrateTo(db: Kysely<Database>, name: string): Promise<void> {
+  return migrate(db, (migrator) => migrator.migrateTo(name));
+}
+
+async function migrate(db: Kysely<Database>, run: (migrator: Migrator) => Promise<MigrationResultSet>): Promise<void> {
   for (let attempt = 1; ; attempt++) {
-    const { error, results } = await (await migratorFor(db)).migrateToLatest();
+    const { error, results } = await run(await migratorFor(db));
     const failed = results?.find((result) => result.status === 'Error');
     if (!error && !failed) return;
     // Before migrating, Kysely lists the tables of every schema, a scan PostgreSQL fails ("schema …
@@ -35,7 +44,7 @@ export async function checkSchemaIsCurrent(db: Kysely<Database>): Promise<void> 
  * looks for its migration tables in every schema of the database, so another schema's copy
  * (another deployment sharing the database) would make it skip creating its own.
  */
-export async function migratorFor(db: Kysely<Database>): Promise<Migrator> {
+async function migratorFor(db: Kysely<Database>): Promise<Migrator> {
   const provider = { getMigrations: async () => migrations };
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return new Migrator({ db, provider });
   const { rows } = await sql<{ schema: string }>`select current_schema() as schema`.execute(db);

@@ -3,9 +3,9 @@ import { after, before, describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../src/store/database.js';
 import { findMfaEnabledAt, listFactors } from '../../src/store/mfa-factors.js';
-import { migrateToLatest } from '../../src/store/migrate.js';
+import { migrateTo, migrateToLatest } from '../../src/store/migrate.js';
 import { findUserByUsername } from '../../src/store/users.js';
-import { migrateTo, openTestDatabase } from '../support/database.js';
+import { openTestDatabase } from '../support/database.js';
 
 let db: Kysely<Database>;
 let close: () => Promise<void>;

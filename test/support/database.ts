@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { type Database, openDatabase } from '../../src/store/database.js';
-import { migratorFor } from '../../src/store/migrate.js';
 import { createTestSchema, onPostgres } from './postgres.js';
 
 /**
@@ -22,10 +21,4 @@ export async function openTestDatabase(): Promise<{ db: Kysely<Database>; close:
       if (dir) rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Migrates `db` up to and including the migration `name`, as a database of that version would be. */
-export async function migrateTo(db: Kysely<Database>, name: string): Promise<void> {
-  const { error } = await (await migratorFor(db)).migrateTo(name);
-  if (error) throw error;
 }

@@ -8,8 +8,7 @@ import { buildApp } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { openDatabase } from '../../src/store/database.js';
-import { migrateToLatest } from '../../src/store/migrate.js';
-import { migrateTo } from './database.js';
+import { migrateTo, migrateToLatest } from '../../src/store/migrate.js';
 import { type FakeTwilio, startFakeTwilio } from './fake-twilio.js';
 import { createTestSchema, onPostgres } from './postgres.js';
 
