@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Selectable } from 'kysely';
 import type { Pool } from 'pg';
 import { type DriverHandle, driverHandleOf, type Executor, type MfaFactorTable } from './database.js';
-import { type Factor, toFactor } from './factor-record.js';
+import { FACTOR_COLUMNS, type Factor, toFactor } from './factor-record.js';
 import { listFactors } from './mfa-factors.js';
 import { findTokenStanding } from './revoked-tokens.js';
 
@@ -14,6 +14,9 @@ export interface StandingWithFactors {
   factors: Factor[];
 }
 
+/** The factor's columns as `toFactor` reads them, from the join's `f`. */
+const FACTOR_SELECT = FACTOR_COLUMNS.map((column) => `f.${column}`).join(', ');
+
 /**
  * One statement for `GET /mfa/`, the hottest call: whether the user exists (a row or none),
  * whether the token's jti or its login's sid is revoked, and the user's factors. The user joins
@@ -21,8 +24,7 @@ export interface StandingWithFactors {
  */
 const SQLITE_TEXT = `
   select exists (select 1 from revoked_token where id in (@jti, @sid)) as is_revoked,
-    f.id, f.user_id, f.type, f.name, f.is_default, f.status, f.created_at, f.verified_at, f.last_used_at,
-    f.phone_number, f.sealed_secret, f.data, f.counter
+    ${FACTOR_SELECT}
   from "user" u left join mfa_factor f on f.user_id = u.id
   where u.id = @user
   order by f.created_at, f.id`;
@@ -33,8 +35,7 @@ const SQLITE_TEXT = `
  */
 const POSTGRES_BATCH_TEXT = `
   select a.n, exists (select 1 from revoked_token where id in (a.jti, a.sid)) as is_revoked,
-    f.id, f.user_id, f.type, f.name, f.is_default, f.status, f.created_at, f.verified_at, f.last_used_at,
-    f.phone_number, f.sealed_secret, f.data, f.counter
+    ${FACTOR_SELECT}
   from unnest($1::text[], $2::text[], $3::text[]) with ordinality as a(user_id, jti, sid, n)
   join "user" u on u.id = a.user_id
   left join mfa_factor f on f.user_id = u.id
