@@ -22,9 +22,10 @@ export interface ScopedRule {
  * attempts, no more are let through than the count allows. Returns the scopes counted; a scope
  * that must wait is left as it was (run it in a transaction to count in every scope or in none).
  * Rows are locked in scope order, as `settleRightAttempt` locks them, so that the two never
- * wait for each other in a cycle.
+ * wait for each other in a cycle. Each scope is given once (an upsert may touch a row only once).
  */
 export async function reserveAttempts(db: Executor, attempts: ScopedRule[], now: Date): Promise<string[]> {
+  if (attempts.length === 0) return [];
   const at = now.toISOString();
   const sorted = [...attempts].sort((a, b) => (a.scope < b.scope ? -1 : 1));
   const rows = await db

@@ -8,7 +8,12 @@ import type { Database } from '../../src/store/database.js';
 import { advanceCounter, replacePendingFactor } from '../../src/store/mfa-factors.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { countAttempt, markUsed, replaceCode } from '../../src/store/one-time-codes.js';
-import { type AttemptRule, reserveAttempts, settleRightAttempt } from '../../src/store/throttle.js';
+import {
+  type AttemptRule,
+  deleteAttemptsBefore,
+  reserveAttempts,
+  settleRightAttempt,
+} from '../../src/store/throttle.js';
 import { insertUser } from '../../src/store/users.js';
 import { openTestDatabase } from '../support/database.js';
 
@@ -158,6 +163,10 @@ describe('several scopes in one statement', () => {
     assert.deepEqual(await row('multi-lenient'), { failures: 2, blocked_until: null });
   });
 
+  test('no scopes: nothing is counted and nothing fails', async () => {
+    assert.deepEqual(await reserveAttempts(db, [], NOW), []);
+  });
+
   test('a right attempt forgets one scope, down to a count that behaves as no row, and gives one attempt back to the other', async () => {
     const ruleAt = (now: Date) => ({ free: 2, windowStart: new Date(now.getTime() - 900_000), blockEnds: [at(2)] });
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -177,6 +186,32 @@ describe('several scopes in one statement', () => {
     await settleRightAttempt(db, at(1), 'settle-forget', 'settle-back');
     await settleRightAttempt(db, at(1), 'settle-forget', 'settle-back');
     assert.deepEqual(await row('settle-back'), { failures: 0, blocked_until: at(2).toISOString() });
+  });
+});
+
+describe('the prune beside reservations', () => {
+  // On PostgreSQL, a prune that waited for the rows reservations hold deadlocked in every run.
+  test('deleting every row as stale while 10 workers reserve pairs of scopes: no deadlock, every attempt counted', async () => {
+    const rule = { free: 1000, windowStart: new Date(NOW.getTime() - 900_000), blockEnds: [NOW] };
+    const everyRowStale = new Date(NOW.getTime() + 86_400_000);
+    let reserving = true;
+    const pruner = (async () => {
+      do await deleteAttemptsBefore(db, everyRowStale);
+      while (reserving);
+    })();
+    const workers = Array.from({ length: 10 }, async (_, worker) => {
+      for (let round = 0; round < 40; round++) {
+        // A user and an address, as a login counts them; each is shared with other workers.
+        const pair = [`prune-address-${(worker * 3 + round) % 5}`, `prune-user-${(worker + round) % 4}`];
+        const rules = pair.map((scope) => ({ scope, rule }));
+        const counted = await db.transaction().execute((tx) => reserveAttempts(tx, rules, NOW));
+        assert.deepEqual(counted.sort(), pair);
+      }
+    });
+    await Promise.all(workers).finally(() => {
+      reserving = false;
+    });
+    await pruner;
   });
 });
 
