@@ -63,18 +63,21 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
       if (ofType.length > 0) byType.set(type, ofType);
     }
     const enrolled = [...byType.keys()];
+    // CONTRACT §13: a type the user has not enrolled is refused, with MFA on or off.
+    const asked = step.mfaType === undefined ? undefined : enrolled.find((type) => type === step.mfaType);
+    if (step.mfaType !== undefined && !asked) {
+      throw new ServiceError(
+        'invalid_request',
+        enrolled.length === 0
+          ? `mfa_type ${step.mfaType}: this user has no second factor; send no mfa_type`
+          : `mfa_type ${step.mfaType} is not enrolled for this user; send one of: ${enrolled.join(', ')}`,
+      );
+    }
     const required = requiredAcr(enrolled, step.acrValues);
     if (required === 'aal1') return { amr: ['pwd'] };
     // The factors whose success reaches what is required (only passkeys for phr).
     const usable = enrolled.filter((type) => meetsAcr(acrOf(['pwd', factors[type].amr]), required));
 
-    const asked = step.mfaType === undefined ? undefined : enrolled.find((type) => type === step.mfaType);
-    if (step.mfaType !== undefined && !asked) {
-      throw new ServiceError(
-        'invalid_request',
-        `mfa_type ${step.mfaType} is not enrolled for this user; send one of: ${enrolled.join(', ')}`,
-      );
-    }
     if (asked && !usable.includes(asked)) {
       throw new ServiceError(
         'invalid_request',

@@ -12,6 +12,7 @@ import {
   type SecondStep,
 } from '../mfa/login-challenge.js';
 import type { Store } from '../store/store.js';
+import type { StoredUser } from '../store/users.js';
 import { foldUsername } from '../users/accounts.js';
 import type { AuthenticatedClient } from './clients.js';
 import type { LoginThrottle } from './login-throttle.js';
@@ -109,7 +110,11 @@ export function createPasswordGrant({
       await throttle.loginSucceeded(attempt);
 
       const decision = await loginChallenge.decide(user, request, context);
-      if ('amr' in decision) return succeed(user.id, request.client, request.scope, decision, context);
+      if ('amr' in decision) {
+        const authTime = Math.floor(clock.now().getTime() / 1000);
+        const login = { user, client: request.client, scope: request.scope, authTime };
+        return succeed(login, decision, context);
+      }
       if (request.client.mfaChallenge === 'error') await refuseWithMfaToken(user.id, request, decision);
       return { mfaRequired: true, challenge: decision.challenge };
     });
@@ -143,28 +148,35 @@ export function createPasswordGrant({
       if (!(await store.mfaTokens.spendMfaToken(tokenHash, clock.now()))) {
         throw new ServiceError('invalid_grant', 'the mfa_token was used meanwhile; log in again with the password');
       }
-      return succeed(user.id, request.client, pending.scope, decision, context);
+      const login = { user, client: request.client, scope: pending.scope, authTime: pending.authTime };
+      return succeed(login, decision, context);
     });
   }
 
+  /**
+   * Tokens for the login. Its `authTime` is when the password was given, also for a login finished
+   * with an mfa_token (CONTRACT §14: a login lasts REFRESH_TOKEN_TTL from the password).
+   */
   async function succeed(
-    userId: string,
-    client: AuthenticatedClient,
-    scope: string,
+    login: { user: StoredUser; client: AuthenticatedClient; scope: string; authTime: number },
     decision: Extract<LoginDecision, { amr: unknown }>,
     context: RequestContext,
   ): Promise<PasswordGrantResult> {
+    const { user } = login;
+    const issued = await tokens.startLogin(
+      {
+        userId: user.id,
+        clientId: login.client.id,
+        scope: login.scope,
+        amr: decision.amr,
+        authTime: login.authTime,
+        sessionId: randomUUID(),
+      },
+      user.sessionGeneration,
+    );
     const detail: Record<string, string> = { amr: decision.amr.join(' ') };
     if (decision.factorType) detail.factor_type = decision.factorType;
-    await audit.record('login', 'succeeded', { userId, context, detail });
-    const issued = await tokens.issueTokens({
-      userId,
-      clientId: client.id,
-      scope,
-      amr: decision.amr,
-      authTime: Math.floor(clock.now().getTime() / 1000),
-      sessionId: randomUUID(),
-    });
+    await audit.record('login', 'succeeded', { userId: user.id, context, detail });
     return { tokens: issued, amr: decision.amr, factorType: decision.factorType };
   }
 

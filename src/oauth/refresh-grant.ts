@@ -44,14 +44,17 @@ export function createRefreshGrant({ store, tokens, sessions, audit, clock }: Re
     // The new tokens are stored before the old one is spent, so that whoever revokes the login
     // after seeing it spent (a reuse racing this refresh, or RFC 7009 revocation) revokes them too.
     // Spent first, a revocation could run between the spend and the insert and miss them.
-    const issued = await tokens.issueTokens({
-      userId: stored.userId,
-      clientId: stored.clientId,
-      scope,
-      amr: stored.amr,
-      authTime: stored.authTime,
-      sessionId: stored.familyId,
-    });
+    const issued = await tokens.continueLogin(
+      {
+        userId: stored.userId,
+        clientId: stored.clientId,
+        scope,
+        amr: stored.amr,
+        authTime: stored.authTime,
+        sessionId: stored.familyId,
+      },
+      stored.scope,
+    );
     // The conditional update settles races: of several requests with one token, one spends it.
     if (!(await store.refreshTokens.spendRefreshToken(stored.id, now))) throw await reuse();
     return issued;

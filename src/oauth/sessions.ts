@@ -13,10 +13,12 @@ export function createSessions({ accessTokenTtlSeconds }: { accessTokenTtlSecond
 
   /**
    * CONTRACT §14: after a change to the user's second factors every login made before it ends,
-   * but `exceptSessionId`, the login that made the change (an operator's reset spares none).
-   * Run it in the transaction that makes the change.
+   * but `exceptSessionId`, the login that made the change (an operator's reset spares none), and
+   * a login in flight, which read the user before, can no longer finish. Run it in the
+   * transaction that makes the change.
    */
   async function endUserSessions(store: Store, userId: string, now: Date, exceptSessionId?: string): Promise<void> {
+    await store.users.endLoginsInFlight(userId);
     for (const sessionId of await store.refreshTokens.revokeUserFamilies(userId, now, exceptSessionId)) {
       await store.revokedTokens.insertRevokedToken(sessionId, refusedUntil(now));
     }

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import {
   type ControlledTransaction,
   type DialectAdapter,
+  type Generated,
   Kysely,
   type MigrationLockOptions,
   SqliteAdapter,
@@ -24,6 +25,8 @@ export interface UserTable {
   username_key: string;
   /** When MFA was last turned on (its first factor verified); null while it is off. */
   mfa_enabled_at: IsoTime | null;
+  /** How many times every login of the user was ended; a login begun before the last may not start a family. */
+  session_generation: Generated<number>;
   password_hash: string;
   created_at: IsoTime;
 }

@@ -9,6 +9,12 @@ export interface MfaToken {
   expiresAt: Date;
 }
 
+/** A live token as read back: it was made in the request that gave the password. */
+export interface StoredMfaToken extends MfaToken {
+  /** When the password was given, epoch seconds: the finished login's auth_time. */
+  authTime: number;
+}
+
 export async function insertMfaToken(db: Executor, token: MfaToken, now: Date): Promise<void> {
   await db
     .insertInto('mfa_token')
@@ -26,10 +32,14 @@ export async function insertMfaToken(db: Executor, token: MfaToken, now: Date): 
 }
 
 /** The unspent, unexpired token with this hash, or undefined. */
-export async function findLiveMfaToken(db: Executor, tokenHash: string, now: Date): Promise<MfaToken | undefined> {
+export async function findLiveMfaToken(
+  db: Executor,
+  tokenHash: string,
+  now: Date,
+): Promise<StoredMfaToken | undefined> {
   const row = await db
     .selectFrom('mfa_token')
-    .selectAll()
+    .select(['token_hash', 'user_id', 'client_id', 'required_acr', 'scope', 'expires_at', 'created_at'])
     .where('token_hash', '=', tokenHash)
     .where('used_at', 'is', null)
     .where('expires_at', '>', now.toISOString())
@@ -41,6 +51,7 @@ export async function findLiveMfaToken(db: Executor, tokenHash: string, now: Dat
       clientId: row.client_id,
       requiredAcr: row.required_acr,
       scope: row.scope,
+      authTime: Math.floor(new Date(row.created_at).getTime() / 1000),
       expiresAt: new Date(row.expires_at),
     }
   );

@@ -1,3 +1,4 @@
+import { PostgresAdapter } from 'kysely';
 import type { Executor } from './database.js';
 
 export interface RefreshToken {
@@ -12,24 +13,50 @@ export interface RefreshToken {
   expiresAt: Date;
 }
 
+/** Stores a refresh token of a login that has its family already (a rotation). */
 export async function insertRefreshToken(db: Executor, token: RefreshToken, now: Date): Promise<void> {
-  await db
-    .insertInto('refresh_token')
-    .values({
-      id: token.id,
-      token_hash: token.tokenHash,
-      family_id: token.familyId,
-      user_id: token.userId,
-      client_id: token.clientId,
-      scope: token.scope,
-      amr: JSON.stringify(token.amr),
-      auth_time: token.authTime,
-      expires_at: token.expiresAt.toISOString(),
-      used_at: null,
-      revoked_at: null,
-      created_at: now.toISOString(),
-    })
-    .execute();
+  await db.insertInto('refresh_token').values(rowOf(token, now)).execute();
+}
+
+/**
+ * Stores the first refresh token of a new login, unless every login of the user was ended since
+ * the user was read at `sessionGeneration` (CONTRACT §14); false then. On PostgreSQL the user's row
+ * is read `for share`: a change still in flight holds it, so the insert waits for the change and
+ * sees its generation, or goes first and is ended by it.
+ */
+export async function startRefreshFamily(
+  db: Executor,
+  token: RefreshToken,
+  now: Date,
+  sessionGeneration: number,
+): Promise<boolean> {
+  const row = rowOf(token, now);
+  const columns = Object.keys(row) as (keyof typeof row)[];
+  let user = db
+    .selectFrom('user')
+    .select((eb) => columns.map((column) => eb.val(row[column]).as(column)))
+    .where('id', '=', token.userId)
+    .where('session_generation', '=', sessionGeneration);
+  if (db.getExecutor().adapter instanceof PostgresAdapter) user = user.forShare();
+  const inserted = await db.insertInto('refresh_token').columns(columns).expression(user).executeTakeFirst();
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
+}
+
+function rowOf(token: RefreshToken, now: Date) {
+  return {
+    id: token.id,
+    token_hash: token.tokenHash,
+    family_id: token.familyId,
+    user_id: token.userId,
+    client_id: token.clientId,
+    scope: token.scope,
+    amr: JSON.stringify(token.amr),
+    auth_time: token.authTime,
+    expires_at: token.expiresAt.toISOString(),
+    used_at: null,
+    revoked_at: null,
+    created_at: now.toISOString(),
+  };
 }
 
 export interface StoredRefreshToken extends RefreshToken {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { onPostgres } from '../support/postgres.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
 const PASSWORD = 'correct horse battery';
@@ -40,6 +42,13 @@ async function isAlive(login: Login): Promise<boolean> {
   if (refreshed.status === 200) login.refresh = body.refresh_token;
   assert.equal(status === 200, refreshed.status === 200, 'access and refresh token agree');
   return status === 200;
+}
+
+/** Sessions waiting for a lock on signing_key. */
+const LOCK_WAITERS = `select pid from pg_locks where not granted and relation = 'signing_key'::regclass`;
+
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 async function strongLogin(username: string, phone: string): Promise<Login> {
@@ -106,6 +115,68 @@ describe('sessions that end (CONTRACT §14)', () => {
     await service.createUser(name, PASSWORD);
     await service.enrolSms((await logIn(name)).access, nextPhone());
     assert.equal(await isAlive(theirs), true);
+  });
+
+  test('password-only logins in flight while MFA is turned on: none of them outlives it', async () => {
+    for (let round = 0; round < 4; round++) {
+      const name = freshName();
+      await service.createUser(name, PASSWORD);
+      const owner = await logIn(name);
+      const phone = nextPhone();
+      await expectStatus(
+        service.call('/mfa/sms/request/', { method: 'PUT', token: owner.access, body: { phone_number: phone } }),
+        200,
+      );
+      // Five: the username's attempts counted before they are judged.
+      const racing = Array.from({ length: 5 }, () => service.login(name, PASSWORD));
+      await new Promise((resolve) => setTimeout(resolve, 40 + round * 40));
+      const code = service.twilio.lastCodeFor(`+${phone}`);
+      await expectStatus(
+        service.call('/mfa/sms/verify/', { method: 'PUT', token: owner.access, body: { mfa_code: code } }),
+        200,
+      );
+      for (const answer of await Promise.all(racing)) {
+        const body = (await answer.json()) as Record<string, string | undefined>;
+        if (answer.status === 400) {
+          // Decided while MFA was off, finished after: refused.
+          assert.equal(body.error, 'invalid_grant');
+          assert.match(body.error_description ?? '', /second factors changed during this login/);
+        } else if (body.access_token && body.refresh_token) {
+          const login = { access: body.access_token, refresh: body.refresh_token };
+          assert.equal(await isAlive(login), false, 'a password-only login ended by MFA being turned on');
+        } else {
+          assert.deepEqual(body, { mfa_required: true, mfa_type: 'sms' });
+        }
+      }
+      assert.equal(await isAlive(owner), true);
+    }
+  });
+
+  test('a login decided before MFA was turned on and finished after it gets no tokens', {
+    skip: !onPostgres && 'PostgreSQL: a lock parks the login',
+  }, async () => {
+    const name = freshName();
+    await service.createUser(name, PASSWORD);
+    const owner = await logIn(name);
+    // The login reads the newest signing key again after its 10 s cache; a lock on the table parks it
+    // there, after its password and its factors were judged and before its refresh token is stored.
+    service.clock.advance(11);
+    const locker = new pg.Client({ connectionString: service.config.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('lock table signing_key in access exclusive mode');
+      const racing = service.login(name, PASSWORD);
+      await until(async () => (await locker.query(LOCK_WAITERS)).rows.length > 0);
+      await service.enrolSms(owner.access, nextPhone());
+      await locker.query('commit');
+      const refused = await expectStatus(racing, 400);
+      assert.equal(refused.error, 'invalid_grant');
+      assert.match(refused.error_description, /log in again/);
+    } finally {
+      await locker.end();
+    }
+    assert.deepEqual(await expectStatus(service.login(name, PASSWORD), 200), { mfa_required: true, mfa_type: 'sms' });
   });
 
   test('a login lasts REFRESH_TOKEN_TTL from the password, however often it is refreshed', async () => {

@@ -285,6 +285,25 @@ describe('clients that take the 403 challenge: the mfa_token flow (CONTRACT §14
     assert.deepEqual(decodeJwt(tokens.access_token).amr, ['pwd', 'backup']);
   });
 
+  test("the login is dated from the password, not from the otp: auth_time and the login's end", async () => {
+    const user = await mfaUser();
+    const passwordAt = Math.floor(service.clock.now().getTime() / 1000);
+    const { mfa_token: mfaToken } = await expectStatus(
+      token({ grant_type: 'password', username: user.username, password: PASSWORD }, basic()),
+      403,
+    );
+    service.clock.advance(290);
+    const code = service.twilio.lastCodeFor(user.e164);
+    const tokens = await expectStatus(token({ grant_type: MFA_OTP, mfa_token: mfaToken, otp: code }, basic()), 200);
+    assert.equal(decodeJwt(tokens.access_token).auth_time, passwordAt);
+    service.clock.advance(service.config.refreshTokenTtlSeconds - 290 + 1);
+    const ended = await expectStatus(
+      token({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token }, basic()),
+      400,
+    );
+    assert.match(ended.error_description, /expired/);
+  });
+
   test('an mfa_token is bound to its client and lives 5 minutes', async () => {
     const user = await mfaUser();
     const { mfa_token: mfaToken } = await expectStatus(

@@ -262,6 +262,17 @@ describe('several factors (CONTRACT §10, §13)', () => {
     assert.match(unknown.error_description, /sms, totp/);
   });
 
+  test('mfa_type with MFA off is refused too, changing nothing: the user has no second factor to ask for', async () => {
+    const name = `no-mfa-${++userCount}`;
+    await service.createUser(name, PASSWORD);
+    for (const mfaType of ['sms', 'carrier-pigeon']) {
+      const refused = await expectStatus(service.login(name, PASSWORD, { mfa_type: mfaType }), 400);
+      assert.equal(refused.error, 'invalid_request');
+      assert.match(refused.error_description, /no second factor; send no mfa_type/);
+    }
+    assert.ok((await expectStatus(service.login(name, PASSWORD), 200)).access_token);
+  });
+
   test('mfa_code is checked against the app and against a live SMS code; amr says which', async () => {
     const user = await smsAndTotpUser();
     const viaApp = await expectStatus(service.login(user.username, PASSWORD, { mfa_code: codeOf(user.app) }), 200);
