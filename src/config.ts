@@ -93,6 +93,8 @@ export interface SmsLimits {
 /** Thrown for a bad setting; its message is the one line printed at start-up. */
 export class ConfigError extends Error {}
 
+/** RFC 1123 host names: dot-separated labels of letters, digits and inner hyphens. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z\d]([a-z\d-]{0,61}[a-z\d])?(\.[a-z\d]([a-z\d-]{0,61}[a-z\d])?)*$/i;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const PROVIDER_TIMEOUT_MS = 10_000;
 
@@ -114,10 +116,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   const isProduction = value('NODE_ENV') === 'production';
   const port = integer('PORT', 8000, 0, 65535);
   const host = value('HOST') ?? '127.0.0.1';
+  if (!isIP(host) && !HOST_NAME.test(host)) {
+    throw new ConfigError(`HOST must be an IP address or a host name of this machine (e.g. 0.0.0.0), got "${host}"`);
+  }
 
   const databaseUrl = value('DATABASE_URL') ?? 'sqlite:./data/mfa.sqlite';
-  if (!/^sqlite:.+/.test(databaseUrl) && !/^postgres(ql)?:\/\/.+/.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must be sqlite:<path> or postgres://user:pass@host:port/db');
+  // URL refuses a port that is not a number. Not quoted back: a postgres URL holds the password.
+  const isPostgres = /^postgres(ql)?:\/\/.+/.test(databaseUrl) && URL.canParse(databaseUrl);
+  if (!/^sqlite:.+/.test(databaseUrl) && !isPostgres) {
+    throw new ConfigError(
+      'DATABASE_URL must be sqlite:<path> or postgres://user:pass@host:port/db (the port a number)',
+    );
   }
 
   const issuer = value('ISSUER') ?? `http://${host.includes(':') ? `[${host}]` : host}:${port}`;

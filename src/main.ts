@@ -20,39 +20,47 @@ const { buildApp } = await import('./app.js');
 const { openDatabase } = await import('./store/database.js');
 const { migrateToLatest } = await import('./store/migrate.js');
 
-/** One line for what stops start-up (the database, the port, the keys), instead of a stack trace. */
-function startupFailure(error: unknown): string {
-  const { code, message } = error as { code?: string; message?: string };
-  if (code === 'EADDRINUSE')
-    return `PORT ${config.port} on ${config.host} is already in use; stop the other server or set PORT`;
-  if (code === 'EADDRNOTAVAIL') return `HOST ${config.host} is not an address of this machine; set HOST`;
-  if (code === 'EACCES')
-    return `cannot listen on ${config.host}:${config.port} (permission denied); set PORT above 1023`;
+function messageOf(error: unknown): string {
+  return (error as { message?: string }).message ?? String(error);
+}
+
+/** Why the database cannot be used, naming DATABASE_URL (without its password). */
+function databaseFailure(error: unknown): string {
   const where = config.databaseUrl.replace(/\/\/[^@/]*@/, '//');
-  if (
-    code === 'ECONNREFUSED' ||
-    code === 'ENOTFOUND' ||
-    code === 'ETIMEDOUT' ||
-    code?.startsWith('28') ||
-    code === '3D000'
-  ) {
-    return `DATABASE_URL ${where} cannot be used: ${message ?? code}`;
+  return `DATABASE_URL ${where} cannot be used: ${messageOf(error)}; set DATABASE_URL to a database this service can open`;
+}
+
+/** Why the service cannot listen, naming HOST or PORT. */
+function listenFailure(error: unknown): string {
+  const { host, port } = config;
+  switch ((error as { code?: string }).code) {
+    case 'EADDRINUSE':
+      return `PORT ${port} on ${host} is already in use; stop the other server or set PORT`;
+    case 'EADDRNOTAVAIL':
+      return `HOST ${host} is not an address of this machine; set HOST`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `HOST ${host} does not resolve to an address; set HOST to an address of this machine (e.g. 0.0.0.0)`;
+    case 'EACCES':
+      return `cannot listen on ${host}:${port} (permission denied); set PORT above 1023`;
+    default:
+      return `cannot listen on HOST ${host}, PORT ${port}: ${messageOf(error)}; set HOST and PORT`;
   }
-  if (code === 'SQLITE_CANTOPEN' || code === 'EACCES' || code === 'ENOENT') {
-    return `DATABASE_URL ${where} cannot be opened: ${message ?? code}`;
-  }
-  return message ?? String(error);
 }
 
 let app: Awaited<ReturnType<typeof buildApp>>;
 let db: Awaited<ReturnType<typeof openDatabase>>['db'] | undefined;
+// What stops start-up is told in one line naming the setting to change, instead of a stack trace.
+let explain = databaseFailure;
 try {
   ({ db } = await openDatabase(config.databaseUrl, config.databasePool));
   await migrateToLatest(db);
+  explain = messageOf;
   app = await buildApp(config, { db });
+  explain = listenFailure;
   await app.listen({ port: config.port, host: config.host });
 } catch (error) {
-  process.stderr.write(`start-up failed: ${startupFailure(error)}\n`);
+  process.stderr.write(`start-up failed: ${explain(error)}\n`);
   await db?.destroy().catch(() => {});
   process.exit(1);
 }

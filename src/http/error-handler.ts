@@ -1,5 +1,12 @@
 import { type Server, STATUS_CODES } from 'node:http';
-import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyError,
+  FastifyHttpOptions,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  HTTPMethods,
+} from 'fastify';
 import { type ErrorCode, ServiceError } from '../errors.js';
 import { StepUpRequired } from '../mfa/step-up.js';
 import { isDatabaseUnavailable } from '../store/database.js';
@@ -125,11 +132,9 @@ export function missingHostError(request: FastifyRequest): ServiceError | undefi
 
 /** Every error answer becomes `{error, error_description}`; 404 and 405 for unknown routes. */
 export function registerErrorHandling(app: FastifyInstance): void {
-  const methodsByPath = new Map<string, Set<string>>();
+  const routeMethods = new Set<HTTPMethods>();
   app.addHook('onRoute', (route) => {
-    const methods = methodsByPath.get(normalizePath(route.url)) ?? new Set<string>();
-    for (const method of [route.method].flat()) methods.add(method);
-    methodsByPath.set(normalizePath(route.url), methods);
+    for (const method of [route.method].flat()) routeMethods.add(method);
   });
 
   app.decorateReply('errorCode', undefined);
@@ -141,9 +146,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const allowed = methodsByPath.get(normalizePath(request.url.split('?')[0] ?? ''));
-    if (allowed) {
-      reply.header('allow', [...allowed].join(', '));
+    // The router matches the path as it matched it for the request's method: parameters included.
+    const allowed = [...routeMethods].filter((method) => app.findRoute({ method, url: request.url }));
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
       // The token endpoint's Pragma holds for a wrong method too (no-store is set by send()).
       reply.header('pragma', 'no-cache');
       return send(reply, 'method_not_allowed', `${request.method} is not allowed here`);
@@ -198,8 +204,4 @@ function describeValidationError(error: FastifyError): string {
   const description = (first as { parentSchema?: { description?: unknown } } | undefined)?.parentSchema?.description;
   if (!first || typeof description !== 'string' || first.instancePath === '') return error.message;
   return `${first.instancePath.slice(1).replaceAll('/', '.')}: expected ${description}`;
-}
-
-function normalizePath(path: string): string {
-  return path.length > 1 ? path.replace(/\/+$/, '') : path;
 }

@@ -23,6 +23,15 @@ export function historyStart(hour: Date): Date {
   return new Date(hour.getTime() - HISTORY_HOURS * HOUR_MS);
 }
 
+/** A country's cap on enrolment SMS this hour, counted with the other caps in one-time-codes.ts. */
+export interface CountryCap {
+  country: string;
+  limit: number;
+  /** True when `limit` is the anomaly threshold: a send refused by it pauses the country. */
+  isPauseThreshold: boolean;
+  averagePerHour: number;
+}
+
 export interface CountryStatus {
   country: string;
   /** Enrolment SMS sent to it this clock hour, and its budget. */
@@ -40,8 +49,8 @@ export interface CountryStatus {
 /**
  * CONTRACT §15: per-country hourly budgets of enrolment SMS, and the anomaly pause. A country
  * whose enrolment sends this clock hour would pass max(floor, multiple × its hourly average over
- * the 7 days before) pauses until the hour ends or an operator resumes it. The budgets themselves
- * are counted with the other caps, in one-time-codes.ts.
+ * the 7 days before) pauses until the hour ends or an operator resumes it. Both are counted with
+ * the other caps, in one-time-codes.ts: the database settles racing sends, so none gets past them.
  */
 export function createCountryBudgets({
   store,
@@ -67,43 +76,48 @@ export function createCountryBudgets({
   }
 
   /**
-   * Lets one more enrolment SMS to `country` through the anomaly check, or throws 429
-   * `sms_country_paused`: while it is paused, and when this send would pass its threshold (which
-   * pauses it, records the audit event and logs it). An operator's resume holds for the rest of
-   * the hour; the country budget still bounds it.
+   * The country's cap on enrolment SMS this hour: its budget, or its anomaly threshold when that
+   * is not higher. Throws 429 `sms_country_paused` while it is paused. An operator's resume lifts
+   * the threshold for the rest of the hour; the budget still bounds it.
    */
-  async function admitEnrolment(country: string, userId: string, context: RequestContext): Promise<void> {
-    const now = clock.now();
+  async function enrolmentCap(country: string, now: Date): Promise<CountryCap> {
+    const budget = hourlyLimitFor(country);
     const pause = await store.smsCountryPauses.findCountryPause(country);
     if (pause && pause.pausedUntil > now) {
-      if (pause.resumedAt) return;
+      if (pause.resumedAt) return { country, limit: budget, isPauseThreshold: false, averagePerHour: 0 };
       throw pausedError(country, pause.pausedUntil, now);
     }
     const hour = startOfHour(now);
-    const scope = countryScope(country);
-    const [sends, historySends] = await Promise.all([
-      store.smsQuota.findCounter(scope, hour),
-      store.smsQuota.sumCounters(scope, historyStart(hour), hour),
-    ]);
-    const { averagePerHour, pauseThreshold } = thresholdFor(historySends);
-    if (sends + 1 <= pauseThreshold) return;
+    const { averagePerHour, pauseThreshold } = thresholdFor(
+      await store.smsQuota.sumCounters(countryScope(country), historyStart(hour), hour),
+    );
+    const isPauseThreshold = pauseThreshold <= budget;
+    return { country, limit: Math.min(pauseThreshold, budget), isPauseThreshold, averagePerHour };
+  }
 
+  /**
+   * Pauses the country whose threshold the caps transaction refused to pass: records the pause and
+   * its audit event, logs it, and returns the 429 `sms_country_paused` to answer.
+   */
+  async function pauseCountry(
+    cap: CountryCap,
+    now: Date,
+    userId: string,
+    context: RequestContext,
+  ): Promise<ServiceError> {
+    const { country, limit: threshold, averagePerHour } = cap;
+    const hour = startOfHour(now);
     const pausedUntil = new Date(hour.getTime() + HOUR_MS);
+    const sends = await store.smsQuota.findCounter(countryScope(country), hour);
     // Of several nodes tripping it at once, the one whose upsert won tells the operator, in the
     // pause's own transaction (the audit row carries the sms.country_paused webhook).
     const isNew = await store.transaction(async (tx) => {
-      const created = await tx.smsCountryPauses.pauseCountry({
-        country,
-        pausedAt: now,
-        pausedUntil,
-        sends,
-        threshold: pauseThreshold,
-      });
+      const created = await tx.smsCountryPauses.pauseCountry({ country, pausedAt: now, pausedUntil, sends, threshold });
       if (created) {
         const detail = {
           country,
           sends_this_hour: String(sends),
-          threshold: String(pauseThreshold),
+          threshold: String(threshold),
           paused_until: pausedUntil.toISOString(),
         };
         await audit.record('sms_country_paused', 'paused', { userId, context, detail }, tx);
@@ -112,11 +126,11 @@ export function createCountryBudgets({
     });
     if (isNew) {
       context.log.warn(
-        { country, sends, threshold: pauseThreshold, averagePerHour, pausedUntil: pausedUntil.toISOString() },
+        { country, sends, threshold, averagePerHour, pausedUntil: pausedUntil.toISOString() },
         'enrolment SMS to a country paused: an unusual number this hour',
       );
     }
-    throw pausedError(country, pausedUntil, now);
+    return pausedError(country, pausedUntil, now);
   }
 
   /** Ends the country's running pause (the operator's `sms-resume`); false when none was running. */
@@ -164,7 +178,7 @@ export function createCountryBudgets({
     return pauses.filter((pause) => pause.pausedUntil > now && !pause.resumedAt).map((pause) => pause.country);
   }
 
-  return { hourlyLimitFor, admitEnrolment, resume, listCountries, listPausedCountries };
+  return { enrolmentCap, pauseCountry, resume, listCountries, listPausedCountries };
 }
 
 function pausedError(country: string, pausedUntil: Date, now: Date): ServiceError {

@@ -9,7 +9,7 @@ import type { SmsDelivery } from '../sms/failover.js';
 import { maskPhone } from '../sms/sms-sender.js';
 import type { CodePurpose } from '../store/database.js';
 import type { Store } from '../store/store.js';
-import { type CountryBudgets, countryScope, historyStart, startOfHour } from './country-budgets.js';
+import { type CountryBudgets, type CountryCap, countryScope, historyStart, startOfHour } from './country-budgets.js';
 import { countryKeyOf, type PhoneNumber, rangeOf } from './phone-numbers.js';
 
 export type CodeCheck =
@@ -32,6 +32,20 @@ export interface OneTimeCodeDeps {
 }
 
 const HOUR_MS = 3_600_000;
+
+/** An hourly SMS counter: its scope, its limit, and what the refusal says was reached. */
+interface Cap {
+  scope: string;
+  limit: number;
+  reached: string;
+}
+
+/** Thrown inside the caps transaction when a cap refuses the send, so that the transaction rolls back. */
+class CapReached extends Error {
+  constructor(readonly cap: Cap) {
+    super(`hourly SMS cap reached: ${cap.scope}`);
+  }
+}
 
 /** SMS one-time codes: sending them within the cooldown and caps, and spending them once. */
 export function createOneTimeCodes({
@@ -65,37 +79,48 @@ export function createOneTimeCodes({
       count('suppressed_country');
       throw new ServiceError('phone_number_not_allowed', 'SMS to this country is not enabled on this service');
     }
-    if (purpose === 'enrol') {
-      await countries.admitEnrolment(countryKeyOf(phone), userId, context).catch((error: unknown) => {
-        if (error instanceof ServiceError && error.code === 'sms_country_paused') count('suppressed_paused');
-        throw error;
-      });
-    }
     const now = clock.now();
+    const countryCap =
+      purpose === 'enrol'
+        ? await countries.enrolmentCap(countryKeyOf(phone), now).catch((error: unknown) => {
+            if (error instanceof ServiceError && error.code === 'sms_country_paused') count('suppressed_paused');
+            throw error;
+          })
+        : undefined;
     const reservationId = randomUUID();
     const hour = startOfHour(now);
-    const scopes = capsFor(userId, purpose, phone);
+    const caps = capsFor(userId, phone, countryCap);
     await pruneStaleCounters(hour);
 
-    const reserved = await store.transaction(async (tx) => {
-      if (!(await tx.smsQuota.reserveCooldown({ userId, purpose, reservationId }, now, limits.cooldownSeconds))) {
-        return false;
-      }
-      for (const { scope, limit, reached } of scopes) {
-        if (!(await tx.smsQuota.incrementCounter(scope, hour, limit))) {
-          const retryAfterSeconds = Math.ceil((hour.getTime() + HOUR_MS - now.getTime()) / 1000);
-          log.info({ purpose, to: maskPhone(phone.digits), cap: scope.split(':')[0] }, 'hourly SMS cap reached');
-          count('suppressed_cap');
-          // Throwing rolls back the cooldown slot and the counters taken above.
-          throw new ServiceError(
-            'sms_rate_limited',
-            `${reached}; try again in ${retryAfterSeconds} s`,
-            retryAfterSeconds,
-          );
+    const reserved = await store
+      .transaction(async (tx) => {
+        if (!(await tx.smsQuota.reserveCooldown({ userId, purpose, reservationId }, now, limits.cooldownSeconds))) {
+          return false;
         }
-      }
-      return true;
-    });
+        for (const cap of caps) {
+          // Throwing rolls back the cooldown slot and the counters taken above.
+          if (!(await tx.smsQuota.incrementCounter(cap.scope, hour, cap.limit))) throw new CapReached(cap);
+        }
+        return true;
+      })
+      .catch(async (error: unknown) => {
+        if (!(error instanceof CapReached)) throw error;
+        if (countryCap?.isPauseThreshold && error.cap.scope === countryScope(countryCap.country)) {
+          count('suppressed_paused');
+          throw await countries.pauseCountry(countryCap, now, userId, context);
+        }
+        const retryAfterSeconds = Math.ceil((hour.getTime() + HOUR_MS - now.getTime()) / 1000);
+        log.info(
+          { purpose, to: maskPhone(phone.digits), cap: error.cap.scope.split(':')[0] },
+          'hourly SMS cap reached',
+        );
+        count('suppressed_cap');
+        throw new ServiceError(
+          'sms_rate_limited',
+          `${error.cap.reached}; try again in ${retryAfterSeconds} s`,
+          retryAfterSeconds,
+        );
+      });
     if (!reserved) {
       const sentAt = (await store.smsQuota.findCooldown(userId, purpose)) ?? now;
       const waitMs = sentAt.getTime() + limits.cooldownSeconds * 1000 - now.getTime();
@@ -134,7 +159,7 @@ export function createOneTimeCodes({
       // A refusal or a failure leaves nothing half-done: the slot and the counts are given back.
       await store.transaction(async (tx) => {
         await tx.smsQuota.releaseCooldown(userId, purpose, reservationId);
-        for (const { scope } of scopes) await tx.smsQuota.decrementCounter(scope, hour);
+        for (const { scope } of caps) await tx.smsQuota.decrementCounter(scope, hour);
       });
       throw error;
     }
@@ -146,15 +171,16 @@ export function createOneTimeCodes({
   /**
    * CONTRACT §15: enrolment sends (to a number not yet proved) and login sends (to the user's own
    * verified number) have separate budgets, so that no number of other accounts enrolling a
-   * user's number can stop that user's login codes. Enrolments also count per country and per
-   * number range (sequential pumping walks a range). The global ceiling bounds the bill.
+   * user's number can stop that user's login codes. Enrolments (those with a `countryCap`) also
+   * count per country and per number range (sequential pumping walks a range). The global ceiling
+   * bounds the bill.
    */
-  function capsFor(userId: string, purpose: CodePurpose, phone: PhoneNumber) {
-    const caps: { scope: string; limit: number; reached: string }[] = [
+  function capsFor(userId: string, phone: PhoneNumber, countryCap: CountryCap | undefined): Cap[] {
+    const caps: Cap[] = [
       { scope: `user:${userId}`, limit: limits.perUserPerHour, reached: 'this account has had its hourly SMS' },
     ];
-    if (purpose === 'enrol') {
-      const country = countryKeyOf(phone);
+    if (countryCap) {
+      const { country } = countryCap;
       caps.push(
         {
           scope: `number:${keyedHash(codeKey, 'sms-destination', phone.digits)}`,
@@ -169,7 +195,7 @@ export function createOneTimeCodes({
         },
         {
           scope: countryScope(country),
-          limit: countries.hourlyLimitFor(country),
+          limit: countryCap.limit,
           reached: `enrolment SMS to ${country} have reached their hourly budget`,
         },
         {

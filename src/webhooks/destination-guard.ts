@@ -6,11 +6,12 @@ import { ServiceError } from '../errors.js';
 /**
  * Where a webhook may not go unless WEBHOOK_ALLOW_PRIVATE=true: our own host, the private network
  * behind us, and the cloud metadata service (link-local), which a URL chosen by whoever holds the
- * admin token could otherwise reach (SSRF). IPv4-mapped IPv6 addresses meet the IPv4 rules.
+ * admin token could otherwise reach (SSRF). IPv6 addresses that carry an IPv4 address (mapped,
+ * NAT64, translated, 6to4) meet the IPv4 rules; local-use NAT64 (RFC 8215) leads into a private network.
  */
 const KINDS: Record<string, string[]> = {
   loopback: ['127.0.0.0/8', '::1/128'],
-  private: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7'],
+  private: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', 'fc00::/7', '64:ff9b:1::/48'],
   'link-local': ['169.254.0.0/16', 'fe80::/10'],
   reserved: ['0.0.0.0/8', '192.0.0.0/24', '198.18.0.0/15', '224.0.0.0/4', '240.0.0.0/4', '::/128', 'ff00::/8'],
 };
@@ -27,7 +28,43 @@ const BLOCKS = Object.entries(KINDS).map(([kind, ranges]) => {
 /** Why a webhook may not go to this IP address (`loopback`, `private`, …), or undefined for a public one. */
 export function addressRefusal(address: string): string | undefined {
   const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
-  return BLOCKS.find(({ list }) => list.check(address, family))?.kind;
+  const kind = BLOCKS.find(({ list }) => list.check(address, family))?.kind;
+  const carried = family === 'ipv6' ? embeddedIpv4(address) : undefined;
+  return kind ?? (carried && addressRefusal(carried));
+}
+
+/**
+ * The IPv4 address that an IPv6 address of these prefixes reaches: NAT64's 64:ff9b::/96 (RFC 6052),
+ * IPv4-translated ::ffff:0:0:0/96 (RFC 2765) and 6to4's 2002::/16 (RFC 3056). Undefined otherwise.
+ */
+function embeddedIpv4(address: string): string | undefined {
+  const groups = ipv6Groups(address);
+  const ipv4 = (high = 0, low = 0) => [high >> 8, high & 255, low >> 8, low & 255].join('.');
+  const zeros = (from: number, to: number) => groups.slice(from, to).every((group) => group === 0);
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && zeros(2, 6)) return ipv4(groups[6], groups[7]);
+  if (zeros(0, 4) && groups[4] === 0xffff && groups[5] === 0) return ipv4(groups[6], groups[7]);
+  if (groups[0] === 0x2002) return ipv4(groups[1], groups[2]);
+  return undefined;
+}
+
+/** The eight 16-bit groups of an IPv6 address, `::` expanded and a dotted IPv4 tail read as two groups. */
+function ipv6Groups(address: string): number[] {
+  const text = address.split('%')[0] ?? '';
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  const tail = dotted
+    ? [(Number(dotted[1]) << 8) | Number(dotted[2]), (Number(dotted[3]) << 8) | Number(dotted[4])]
+    : [];
+  const hex = dotted ? text.slice(0, dotted.index) : text;
+  const parse = (part = '') =>
+    part
+      .split(':')
+      .filter(Boolean)
+      .map((group) => Number.parseInt(group, 16));
+  const [head, rest] = hex.split('::');
+  const before = parse(head);
+  const after = [...parse(rest), ...tail];
+  if (rest === undefined) return [...before, ...after];
+  return [...before, ...new Array(8 - before.length - after.length).fill(0), ...after];
 }
 
 /** Thrown at send time when the destination resolves to an address a webhook may not go to. */

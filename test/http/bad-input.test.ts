@@ -434,6 +434,8 @@ describe('routes and methods', () => {
       ['PUT', '/mfa/sms/request/extra/'],
       ['POST', '/admin/'],
       ['POST', '/admin/users/1/delete'],
+      ['GET', '/admin/webhooks/some-id/nope'],
+      ['DELETE', '/mfa/factors/some-id/extra/'],
       ['GET', '/mfa/oauth2/'],
       ['GET', '/.env'],
       ['GET', '/%2e%2e/%2e%2e/etc/passwd'],
@@ -464,6 +466,13 @@ describe('routes and methods', () => {
       ['PATCH', '/admin/users', ['GET', 'POST']],
       ['DELETE', '/admin/users', ['GET', 'POST']],
       ['GET', '/admin/clients/', ['POST']],
+      // Routes with a parameter: the router matches the path, not its text.
+      ['GET', '/admin/webhooks/some-id', ['DELETE']],
+      ['POST', '/admin/webhooks/some-id/deliveries', ['GET']],
+      ['GET', '/admin/users/some-id', ['DELETE']],
+      ['PUT', '/admin/clients/some-id', ['GET', 'PATCH']],
+      ['GET', '/mfa/factors/some-id/', ['PATCH', 'DELETE']],
+      ['POST', '/mfa/factors/some-id', ['PATCH', 'DELETE']],
     ];
     for (const [method, path, allowed] of cases) {
       const context = `${method} ${path}`;

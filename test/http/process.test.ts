@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -348,6 +357,12 @@ describe('bad configuration stops start-up with one line naming the variable', {
     ['SMS_PROVIDER=carrier-pigeon', { SMS_PROVIDER: 'carrier-pigeon' }, 'SMS_PROVIDER'],
     ['PORT=abc', { PORT: 'abc' }, 'PORT'],
     ['DATABASE_URL=mysql://x', { DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [
+      'DATABASE_URL with a port that is not a number',
+      { DATABASE_URL: 'postgres://mfa:pw@localhost:abc/mfa' },
+      'DATABASE_URL',
+    ],
+    ['HOST that is neither an address nor a host name', { HOST: 'no such host' }, 'HOST'],
     ['NODE_ENV=production with the console SMS sink', { NODE_ENV: 'production' }, 'SMS_PROVIDER'],
     [
       'SMS_PROVIDER=twilio without TWILIO_ACCOUNT_SID',
@@ -411,6 +426,22 @@ describe('what stops start-up is said in one line, not a stack trace', { concurr
     await expectOneLine(
       { DATABASE_URL: 'postgres://nobody:secret@127.0.0.1:1/mfa' },
       /^start-up failed: DATABASE_URL postgres:\/\/127\.0\.0\.1:1\/mfa cannot be used/,
+    );
+  });
+
+  test('HOST does not resolve', { timeout: 60_000 }, async () => {
+    await expectOneLine(
+      { HOST: 'nonexistent.invalid' },
+      /^start-up failed: HOST nonexistent\.invalid does not resolve/,
+    );
+  });
+
+  test('the SQLite file cannot be created: its folder is a file', { timeout: 60_000 }, async () => {
+    const file = join(temporaryDirectory(), 'not-a-folder');
+    writeFileSync(file, '');
+    await expectOneLine(
+      { DATABASE_URL: `sqlite:${file}/mfa.sqlite` },
+      /^start-up failed: DATABASE_URL sqlite:\S+\/not-a-folder\/mfa\.sqlite cannot be used: .*; set DATABASE_URL/,
     );
   });
 

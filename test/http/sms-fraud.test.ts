@@ -331,6 +331,30 @@ describe('the anomaly pause, on a service with no history (SMS_ANOMALY_FLOOR=3)'
     assert.equal(pauses.length, 1);
   });
 
+  test('of 20 simultaneous enrolments in a fresh hour, exactly the floor are sent; the rest and later ones answer 429 sms_country_paused', async () => {
+    startOfNextHour(service);
+    const users = await Promise.all(Array.from({ length: 20 }, () => freshUser(service)));
+    const asked = service.twilio.requestCount;
+    const answers = await Promise.all(users.map((user) => requestCode(service, user.token, nextNigerian())));
+    const statuses = answers.map((answer) => answer.status);
+    assert.equal(statuses.filter((status) => status === 200).length, 3, `statuses: ${statuses}`);
+    assert.equal(service.twilio.requestCount - asked, 3);
+    for (const answer of answers) {
+      const { error } = (await answer.json()) as { error?: string };
+      if (answer.status !== 200) assert.equal(error, 'sms_country_paused');
+    }
+    await expectError(
+      requestCode(service, (await freshUser(service)).token, nextNigerian()),
+      429,
+      'sms_country_paused',
+    );
+    const pauses = (await Promise.all(users.map((user) => eventsOf(service, user.userId))))
+      .flat()
+      .filter((event) => event.type === 'sms_country_paused');
+    assert.equal(pauses.length, 1);
+    assert.equal(pauses[0]?.detail.sends_this_hour, '3');
+  });
+
   test('sms-status shows the budgets and the pause; sms-resume ends it for the rest of the hour', async () => {
     startOfNextHour(service);
     await reachFloor();

@@ -34,6 +34,13 @@ describe('webhook destinations', () => {
       ['https://169.254.169.254/latest/meta-data/', /link-local/],
       ['https://[fe80::1]/hook', /link-local/],
       ['https://0.0.0.0/hook', /reserved/],
+      // IPv6 addresses that route to an IPv4 one: NAT64, local-use NAT64, IPv4-translated, 6to4.
+      ['https://[64:ff9b::a00:1]/hook', /private/],
+      ['https://[64:ff9b::a9fe:a9fe]/latest/meta-data/', /link-local/],
+      ['https://[64:ff9b:1::c0a8:101]/hook', /private/],
+      ['https://[::ffff:0:a00:1]/hook', /private/],
+      ['https://[2002:a00:1::1]/hook', /private/],
+      ['https://[2002:7f00:1::1]/hook', /loopback/],
     ];
     for (const [url, reason] of cases) {
       const answer = await expectStatus(create(url), 400);

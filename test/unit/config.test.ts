@@ -62,6 +62,12 @@ describe('loadConfig defaults', () => {
     assert.equal(loadConfig({ HOST: '::1' }).issuer, 'http://[::1]:8000');
   });
 
+  test('HOST takes an IP address or a host name', () => {
+    for (const host of ['0.0.0.0', '::', 'localhost', 'mfa-1.internal.example']) {
+      assert.equal(loadConfig({ HOST: host }).host, host);
+    }
+  });
+
   test('WebAuthn defaults to the issuer: its host name as RP ID, its origin, SERVICE_NAME as RP name', () => {
     assert.deepEqual(loadConfig({ ISSUER: 'https://auth.example.com', SERVICE_NAME: 'Acme' }).webauthn, {
       rpId: 'auth.example.com',
@@ -125,6 +131,10 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ DATABASE_URL: 'sqlite:' }, 'DATABASE_URL'],
     [{ DATABASE_URL: './data/mfa.sqlite' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'postgres://mfa:pw@localhost:abc/mfa' }, 'DATABASE_URL'],
+    [{ HOST: 'no such host' }, 'HOST'],
+    [{ HOST: '-leading-hyphen.example' }, 'HOST'],
+    [{ HOST: 'http://0.0.0.0' }, 'HOST'],
     [{ ISSUER: 'ftp://auth.example.com' }, 'ISSUER'],
     [{ ISSUER: 'not a url' }, 'ISSUER'],
     [{ ISSUER: 'https://auth.example.com/?tenant=1' }, 'ISSUER'],
@@ -172,6 +182,13 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ ...TWILIO, TWILIO_API_URL: 'ftp://api.twilio.com' }, 'TWILIO_API_URL'],
     [{ ...TWILIO, TWILIO_API_URL: 'not a url' }, 'TWILIO_API_URL'],
   ];
+  test('a postgres DATABASE_URL refused is not quoted back: it holds the password', () => {
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'postgres://mfa:s3cret-pw@localhost:abc/mfa' }),
+      (error: Error) => error.message.startsWith('DATABASE_URL') && !error.message.includes('s3cret-pw'),
+    );
+  });
+
   for (const [env, variable] of cases) {
     test(`${JSON.stringify(env).slice(0, 90)} throws a ConfigError naming ${variable}`, () => {
       assert.throws(() => loadConfig(env), namesVariable(variable));

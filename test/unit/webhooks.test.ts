@@ -138,4 +138,21 @@ describe('webhook destinations', () => {
     ];
     for (const [address, kind] of cases) assert.equal(addressRefusal(address), kind, address);
   });
+
+  test('IPv6 addresses carrying an IPv4 address meet the IPv4 rules; local-use NAT64 is private', () => {
+    const cases: [string, string | undefined][] = [
+      ['64:ff9b::a00:1', 'private'],
+      ['64:ff9b::10.0.0.1', 'private'],
+      ['64:ff9b::a9fe:a9fe', 'link-local'],
+      ['64:ff9b::7f00:1', 'loopback'],
+      ['64:ff9b::5db8:d822', undefined],
+      ['64:ff9b:1::5db8:d822', 'private'],
+      ['::ffff:0:a00:1', 'private'],
+      ['::ffff:0:5db8:d822', undefined],
+      ['2002:a00:1::1', 'private'],
+      ['2002:7f00:1:ffff::', 'loopback'],
+      ['2002:5db8:d822::1', undefined],
+    ];
+    for (const [address, kind] of cases) assert.equal(addressRefusal(address), kind, address);
+  });
 });
