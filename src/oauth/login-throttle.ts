@@ -1,4 +1,5 @@
 import { isIPv6 } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { keyedHash } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
@@ -77,14 +78,10 @@ export type LoginThrottle = ReturnType<typeof createLoginThrottle>;
  */
 export function clientNetwork(address: string): string {
   if (!isIPv6(address)) return address;
-  const mappedIPv4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mappedIPv4?.[1]) return mappedIPv4[1];
-  const [head = '', tail] = address.split('::');
-  const headGroups = head === '' ? [] : head.split(':');
-  const tailGroups = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = [...headGroups, ...Array(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups];
-  return `${groups
+  const ip = ipaddr.IPv6.parse(address);
+  if (ip.isIPv4MappedAddress()) return ip.toIPv4Address().toString();
+  return `${ip.parts
     .slice(0, 4)
-    .map((group) => Number.parseInt(group, 16).toString(16))
+    .map((part) => part.toString(16))
     .join(':')}::/64`;
 }

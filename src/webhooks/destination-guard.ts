@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns';
 import { lookup as lookupAsync } from 'node:dns/promises';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { ServiceError } from '../errors.js';
 
 /**
@@ -35,36 +36,20 @@ export function addressRefusal(address: string): string | undefined {
 
 /**
  * The IPv4 address that an IPv6 address of these prefixes reaches: NAT64's 64:ff9b::/96 (RFC 6052),
- * IPv4-translated ::ffff:0:0:0/96 (RFC 2765) and 6to4's 2002::/16 (RFC 3056). Undefined otherwise.
+ * IPv4-translated ::ffff:0:0:0/96 (RFC 6145) and 6to4's 2002::/16 (RFC 3056). Undefined otherwise.
  */
 function embeddedIpv4(address: string): string | undefined {
-  const groups = ipv6Groups(address);
+  const ip = ipaddr.IPv6.parse(address);
   const ipv4 = (high = 0, low = 0) => [high >> 8, high & 255, low >> 8, low & 255].join('.');
-  const zeros = (from: number, to: number) => groups.slice(from, to).every((group) => group === 0);
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && zeros(2, 6)) return ipv4(groups[6], groups[7]);
-  if (zeros(0, 4) && groups[4] === 0xffff && groups[5] === 0) return ipv4(groups[6], groups[7]);
-  if (groups[0] === 0x2002) return ipv4(groups[1], groups[2]);
-  return undefined;
-}
-
-/** The eight 16-bit groups of an IPv6 address, `::` expanded and a dotted IPv4 tail read as two groups. */
-function ipv6Groups(address: string): number[] {
-  const text = address.split('%')[0] ?? '';
-  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  const tail = dotted
-    ? [(Number(dotted[1]) << 8) | Number(dotted[2]), (Number(dotted[3]) << 8) | Number(dotted[4])]
-    : [];
-  const hex = dotted ? text.slice(0, dotted.index) : text;
-  const parse = (part = '') =>
-    part
-      .split(':')
-      .filter(Boolean)
-      .map((group) => Number.parseInt(group, 16));
-  const [head, rest] = hex.split('::');
-  const before = parse(head);
-  const after = [...parse(rest), ...tail];
-  if (rest === undefined) return [...before, ...after];
-  return [...before, ...new Array(8 - before.length - after.length).fill(0), ...after];
+  switch (ip.range()) {
+    case 'rfc6052':
+    case 'rfc6145':
+      return ipv4(ip.parts[6], ip.parts[7]);
+    case '6to4':
+      return ipv4(ip.parts[1], ip.parts[2]);
+    default:
+      return undefined;
+  }
 }
 
 /** Thrown at send time when the destination resolves to an address a webhook may not go to. */
