@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash, randomDigits } from '../crypto/secrets.js';
+import { ServiceError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import type { LoginProof, StepUp } from './step-up.js';
 
@@ -27,6 +28,10 @@ export function createBackupCodes({ store, stepUp, clock, codeKey, audit }: Back
     while (codes.size < SET_SIZE) codes.add(randomDigits(12));
     const hashed = [...codes].map((code) => ({ id: randomUUID(), codeHash: hash(userId, code) }));
     await store.transaction(async (tx) => {
+      // Behind the lock, regenerations racing each other leave one set, and none outlives DELETE /mfa/.
+      if (!(await tx.factors.lockUserMfa(userId))?.mfaEnabledAt) {
+        throw new ServiceError('mfa_not_enabled', 'multifactor authentication is not on');
+      }
       await tx.backupCodes.replaceBackupCodes(userId, hashed, clock.now());
       await audit.record('backup_codes_regenerated', 'succeeded', { userId, context }, tx);
     });

@@ -35,7 +35,7 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
 
   /** The user's verified factors, oldest first. */
   async function listFactors(userId: string): Promise<Factor[]> {
-    return (await store.factors.listFactors(userId)).filter((factor) => factor.status === 'verified');
+    return (await store.factors.listFactors(userId)).filter(isVerified);
   }
 
   /**
@@ -45,20 +45,17 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
    */
   async function requireRoomFor(type: SecondFactor, login: LoginProof): Promise<void> {
     const verified = await listFactors(login.userId);
-    const sameType = verified.filter((factor) => factor.type === type.type).length;
-    if (sameType >= type.maxPerUser) {
-      throw type.maxPerUser === 1
-        ? new ServiceError('mfa_already_enabled', `a ${type.type} factor is already enrolled; remove it first`)
-        : new ServiceError('too_many_factors', `at most ${type.maxPerUser} ${type.type} factors; remove one first`);
-    }
+    if (isFull(verified, type)) throw tooMany(type);
     if (verified.length > 0) await stepUp.requireRecentSecondFactor(login);
   }
 
   /**
-   * Makes the proved pending factor verified: the user's default if it is their first, MFA on,
-   * and (CONTRACT §14) every other login of the user ended, in one transaction.
+   * Makes the proved pending factor of `type` verified: the user's default if it is their first,
+   * MFA on, and (CONTRACT §14) every other login of the user ended, in one transaction. Throws
+   * `requireRoomFor`'s 409 when the type's limit was reached meanwhile.
    */
   async function activate(
+    type: SecondFactor,
     login: LoginProof,
     pending: Factor,
     settled: { phoneNumber?: string; counter?: number },
@@ -67,6 +64,9 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
     const now = clock.now();
     await store.transaction(async (tx) => {
       const state = await tx.factors.lockUserMfa(login.userId);
+      // Enrolments started side by side all passed requireRoomFor: the limit holds only here.
+      const verified = (await tx.factors.listFactors(login.userId)).filter(isVerified);
+      if (isFull(verified, type)) throw tooMany(type);
       const isFirst = !state?.mfaEnabledAt;
       if (!(await tx.factors.verifyFactor(pending.id, now, { ...settled, isDefault: isFirst }))) {
         throw new ServiceError('invalid_mfa_code', 'this enrolment was replaced or finished meanwhile; start again');
@@ -94,11 +94,12 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
     const factor = await getVerifiedFactor(login.userId, factorId);
     if (change.isDefault && !factor.isDefault) {
       await stepUp.requireRecentSecondFactor(login);
-      await store.factors.setDefaultFactor(login.userId, factorId);
-      await audit.record('factor_made_default', 'succeeded', {
-        userId: login.userId,
-        context,
-        detail: { factor_type: factor.type, factor_id: factor.id },
+      await store.transaction(async (tx) => {
+        // Behind the lock, so that a removal racing this one never leaves the user without a default.
+        await tx.factors.lockUserMfa(login.userId);
+        if (!(await tx.factors.setDefaultFactor(login.userId, factorId))) throw notFound();
+        const detail = { factor_type: factor.type, factor_id: factor.id };
+        await audit.record('factor_made_default', 'succeeded', { userId: login.userId, context, detail }, tx);
       });
     }
     if (change.name !== undefined) await store.factors.renameFactor(login.userId, factorId, change.name);
@@ -110,21 +111,23 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
    * exactly as `DELETE /mfa/`; any other ends the user's other logins, and a default is handed on.
    */
   async function removeFactor(login: LoginProof, factorId: string, context: RequestContext): Promise<void> {
-    const factor = await getVerifiedFactor(login.userId, factorId);
+    await getVerifiedFactor(login.userId, factorId); // an unknown id is 404 whoever asks, as for PATCH
     await stepUp.requireRecentSecondFactor(login);
-    const verified = await listFactors(login.userId);
-    if (verified.length === 1) {
-      await removal.removeAllFactors(login.userId, { by: 'user', sessionId: login.sessionId, context });
-      return;
-    }
     const now = clock.now();
     await store.transaction(async (tx) => {
       await tx.factors.lockUserMfa(login.userId);
-      if (!(await tx.factors.deleteFactor(login.userId, factorId))) throw notFound();
-      if (factor.isDefault) {
-        const heir = verified.find((other) => other.id !== factorId);
-        if (heir) await tx.factors.setDefaultFactor(login.userId, heir.id);
+      // Read under the lock: of two removals racing, the later sees the earlier's and removes the last.
+      const verified = (await tx.factors.listFactors(login.userId)).filter(isVerified);
+      const factor = verified.find((candidate) => candidate.id === factorId);
+      if (!factor) throw notFound();
+      if (verified.length === 1) {
+        await removal.removeAllFactors(login.userId, { by: 'user', sessionId: login.sessionId, context }, tx);
+        return;
       }
+      await tx.factors.deleteFactor(login.userId, factorId);
+      if (factor.type === 'sms') await removal.deleteSmsCodes(tx, login.userId);
+      const heir = verified.find((other) => other.id !== factorId);
+      if (factor.isDefault && heir) await tx.factors.setDefaultFactor(login.userId, heir.id);
       await sessions.endUserSessions(tx, login.userId, now, login.sessionId);
       const detail = { factor_type: factor.type, factor_id: factor.id };
       await audit.record('factor_removed', 'succeeded', { userId: login.userId, context, detail }, tx);
@@ -168,6 +171,22 @@ export function statusOf(factors: Factor[]): MfaStatus {
     challengeType: byDefault ? toFactorType(byDefault.type) : '',
     phoneNumber: withPhone?.phoneNumber ?? '',
   };
+}
+
+function isVerified(factor: Factor): boolean {
+  return factor.status === 'verified';
+}
+
+/** True when `verified` already holds as many factors of `type` as one user may. */
+function isFull(verified: Factor[], type: SecondFactor): boolean {
+  return verified.filter((factor) => factor.type === type.type).length >= type.maxPerUser;
+}
+
+/** CONTRACT §10's limit reached: 409, worded for a type that allows one or several. */
+function tooMany(type: SecondFactor): ServiceError {
+  return type.maxPerUser === 1
+    ? new ServiceError('mfa_already_enabled', `a ${type.type} factor is already enrolled; remove it first`)
+    : new ServiceError('too_many_factors', `at most ${type.maxPerUser} ${type.type} factors; remove one first`);
 }
 
 function notFound() {

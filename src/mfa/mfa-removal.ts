@@ -22,14 +22,21 @@ export function createMfaRemoval({
   audit: AuditTrail;
   clock: Clock;
 }) {
-  /** Removes everything MFA of the user; returns whether MFA was on. */
-  async function removeAllFactors(userId: string, cause: RemovalCause): Promise<{ wasEnabled: boolean }> {
+  /**
+   * Removes everything MFA of the user; returns whether MFA was on. Given `within` (a transaction
+   * store), the work joins that transaction.
+   */
+  async function removeAllFactors(
+    userId: string,
+    cause: RemovalCause,
+    within: Store = store,
+  ): Promise<{ wasEnabled: boolean }> {
     const now = clock.now();
-    const wasEnabled = await store.transaction(async (tx) => {
+    const wasEnabled = await within.transaction(async (tx) => {
       await tx.factors.lockUserMfa(userId);
       const removed = await tx.factors.deleteAllFactors(userId);
       await tx.factors.setMfaEnabledAt(userId, undefined);
-      await tx.codes.deleteCodes(userId);
+      await deleteSmsCodes(tx, userId);
       await tx.backupCodes.deleteBackupCodes(userId);
       await sessions.endUserSessions(tx, userId, now, cause.by === 'user' ? cause.sessionId : undefined);
       if (cause.by === 'operator') await audit.record('mfa_disabled', 'reset_by_operator', { userId }, tx);
@@ -39,7 +46,18 @@ export function createMfaRemoval({
     return { wasEnabled };
   }
 
-  return { removeAllFactors };
+  /**
+   * Deletes the user's one-time codes (they name the number in clear, and a live login code would
+   * still log in) and frees the login resend slot their SMS held: with no code alive, the next
+   * login must be able to send one (CONTRACT §5).
+   */
+  async function deleteSmsCodes(tx: Store, userId: string): Promise<void> {
+    const loginCode = await tx.codes.findCode(userId, 'login');
+    await tx.codes.deleteCodes(userId);
+    if (loginCode?.reservationId) await tx.smsQuota.releaseCooldown(userId, 'login', loginCode.reservationId);
+  }
+
+  return { removeAllFactors, deleteSmsCodes };
 }
 
 export type MfaRemoval = ReturnType<typeof createMfaRemoval>;

@@ -119,6 +119,31 @@ describe('enrolling a passkey (CONTRACT §12)', () => {
     const { options } = await expectStatus(requestPasskey(strong.access_token), 200);
     assert.equal(options.excludeCredentials.length, 1);
   });
+
+  test('of the transports a registration reports, only known ones are kept and echoed in later options', async () => {
+    const cases: [unknown, string[] | undefined][] = [
+      [
+        ['usb', 'carrier-pigeon', 7, {}, 'hybrid'],
+        ['usb', 'hybrid'],
+      ],
+      [[{}], []],
+      ['usb', undefined],
+      [5, undefined],
+      [{ a: 1 }, undefined],
+      [null, undefined],
+    ];
+    for (const [reported, kept] of cases) {
+      const username = `passkey-${++userCount}`;
+      await service.createUser(username, PASSWORD);
+      const token = await service.accessToken(username, PASSWORD);
+      const { options } = await expectStatus(requestPasskey(token), 200);
+      const credential = new SoftAuthenticator().register(options, ORIGIN);
+      credential.response.transports = reported;
+      await expectStatus(verifyPasskey(token, credential), 200);
+      const [allowed] = (await passkeyChallenge(username)).allowCredentials;
+      assert.deepEqual(allowed.transports, kept, `reported ${JSON.stringify(reported)}`);
+    }
+  });
 });
 
 describe('logging in with a passkey', () => {

@@ -52,8 +52,8 @@ export type CheckResult =
 /** The factor implementations by type, built in app.ts. */
 export type SecondFactors = Readonly<Record<FactorType, SecondFactor>>;
 
-/** A factor's name: 1 to 64 printable characters. */
-export const FACTOR_NAME_PATTERN = '^[^\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}]{1,64}$';
+/** A factor's name: 1 to 64 printable characters, and no lone surrogate (UTF-8 cannot store one). */
+export const FACTOR_NAME_PATTERN = '^[^\\p{Cc}\\p{Cf}\\p{Cs}\\p{Zl}\\p{Zp}]{1,64}$';
 
 /** The factor type a stored row names; throws for a type this version does not know. */
 export function toFactorType(type: string | undefined): FactorType {

@@ -39,13 +39,18 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock, blocked
     async check(user, [verified], code, context) {
       if (!verified || typeof code !== 'string') return { refused: 'no SMS factor', applies: false };
       const check = await codes.checkCode(user.id, 'login', code);
-      if (check.outcome === 'ok') return { accepted: verified };
-      await audit.record('mfa_code_check', check.outcome, {
+      if (check.outcome === 'ok' && check.phoneNumber === verified.phoneNumber) return { accepted: verified };
+      // A code whose SMS was still at the provider when its number was removed proves only that number.
+      const refusal =
+        check.outcome === 'ok'
+          ? { outcome: 'wrong' as const, description: 'the code was sent to a number no longer enrolled' }
+          : check;
+      await audit.record('mfa_code_check', refusal.outcome, {
         userId: user.id,
         context,
         detail: { purpose: 'login', factor_type: 'sms', factor_id: verified.id },
       });
-      return { refused: check.description, applies: check.outcome !== 'none' };
+      return { refused: refusal.description, applies: refusal.outcome !== 'none' };
     },
   };
 
@@ -99,7 +104,7 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock, blocked
       });
       throw new ServiceError('invalid_mfa_code', check.description);
     }
-    return enrolment.activate(login, pending, { phoneNumber: check.phoneNumber }, context);
+    return enrolment.activate(factor, login, pending, { phoneNumber: check.phoneNumber }, context);
   }
 
   async function findPending(userId: string): Promise<Factor | undefined> {

@@ -135,7 +135,7 @@ export function createTotpFactor({ store, metrics, enrolment, audit, clock, seal
     }
     metrics.codeChecked('enrol', 'ok', 'totp');
     // The step proved here is never accepted again (CONTRACT §11): the factor starts past it.
-    return enrolment.activate(login, pending, { counter: match.step }, context);
+    return enrolment.activate(factor, login, pending, { counter: match.step }, context);
   }
 
   return { ...factor, requestEnrolment, confirmEnrolment };

@@ -23,6 +23,9 @@ import type { SecondFactor } from './factor.js';
 /** CONTRACT §12: a challenge lives 5 minutes. */
 const CHALLENGE_TTL_MS = 5 * 60_000;
 
+/** WebAuthn Level 3's AuthenticatorTransport values, the hints later options may echo back. */
+const KNOWN_TRANSPORTS = new Set(['usb', 'nfc', 'ble', 'smart-card', 'hybrid', 'internal']);
+
 export interface WebauthnSettings {
   rpId: string;
   rpName: string;
@@ -213,7 +216,7 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
     const stored: StoredCredential = {
       id: credential.id,
       publicKey: Buffer.from(credential.publicKey).toString('base64url'),
-      transports: credential.transports,
+      transports: knownTransports(credential.transports),
     };
     const pending = {
       id: randomUUID(),
@@ -227,7 +230,7 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
     const factorRow = await store.factors.findFactor(login.userId, pending.id);
     if (!factorRow)
       throw new ServiceError('invalid_credential', 'the registration was replaced meanwhile; start again');
-    return enrolment.activate(login, factorRow, { counter: credential.counter }, context);
+    return enrolment.activate(factor, login, factorRow, { counter: credential.counter }, context);
   }
 
   return { ...factor, requestEnrolment, confirmEnrolment };
@@ -235,6 +238,13 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
 
 export type WebauthnFactor = ReturnType<typeof createWebauthnFactor>;
 
+/** The stored passkey, its transports filtered again: rows stored before they were filtered may hold anything. */
 function credentialOf(factor: Factor): StoredCredential {
-  return JSON.parse(factor.data ?? '{}') as StoredCredential;
+  const credential = JSON.parse(factor.data ?? '{}') as StoredCredential;
+  return { ...credential, transports: knownTransports(credential.transports) };
+}
+
+/** The known transports of what the browser (or whoever posed as one) reported; anything else is dropped. */
+function knownTransports(reported: unknown): string[] | undefined {
+  return Array.isArray(reported) ? reported.filter((transport) => KNOWN_TRANSPORTS.has(transport)) : undefined;
 }
