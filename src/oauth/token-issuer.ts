@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../clock.js';
+import { type Clock, onceAnHour } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { RefreshToken } from '../store/refresh-tokens.js';
@@ -23,12 +23,16 @@ export interface TokenIssuerDeps {
 
 /** Issues an access token and a refresh token (256 random bits, stored as its SHA-256) for a login. */
 export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSeconds }: TokenIssuerDeps) {
+  // Every rotation adds a row: the expired ones are deleted once an hour per node.
+  const pruneDue = onceAnHour();
+
   /**
    * Tokens for a new login, whose user was read at `sessionGeneration`. Throws `invalid_grant` when
    * every login of the user was ended meanwhile (CONTRACT §14: a change to the second factors while
    * this login was being judged): the login was decided on what no longer holds.
    */
   async function startLogin(grant: AccessGrant, sessionGeneration: number): Promise<TokenResponse> {
+    if (pruneDue(clock.now())) await store.refreshTokens.deleteExpiredRefreshTokens(clock.now());
     return issue(grant, grant.scope, (token, now) =>
       store.refreshTokens.startRefreshFamily(token, now, sessionGeneration),
     );

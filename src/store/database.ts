@@ -439,11 +439,18 @@ class LockingSqliteDialect extends SqliteDialect {
 }
 
 class LockingSqliteAdapter extends SqliteAdapter {
+  #holdsLock = false;
+
   override async acquireMigrationLock(db: Kysely<any>, _options: MigrationLockOptions): Promise<void> {
     await sql`begin immediate`.execute(db);
+    this.#holdsLock = true;
   }
 
+  // Kysely releases after a failed acquire too: a commit then would replace "database is locked"
+  // with "no transaction is active".
   override async releaseMigrationLock(db: Kysely<any>, _options: MigrationLockOptions): Promise<void> {
+    if (!this.#holdsLock) return;
+    this.#holdsLock = false;
     await sql`commit`.execute(db);
   }
 }

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from './database.js';
 import { FACTOR_COLUMNS, type Factor, toFactor } from './factor-record.js';
 
@@ -27,31 +28,30 @@ export async function findFactor(db: Executor, userId: string, id: string): Prom
   return row && toFactor(row);
 }
 
-/** Stores a pending enrolment, replacing the user's earlier pending one of the same type. */
+/**
+ * Stores a pending enrolment, replacing the user's earlier pending one of the same type, in one
+ * upsert on the index that allows one pending factor per user and type: enrolments started at once
+ * leave one, the last.
+ */
 export async function replacePendingFactor(
   db: Executor,
   factor: Pick<Factor, 'id' | 'userId' | 'type' | 'name' | 'createdAt' | 'phoneNumber' | 'sealedSecret' | 'data'>,
 ): Promise<void> {
-  await db
-    .deleteFrom('mfa_factor')
-    .where('user_id', '=', factor.userId)
-    .where('type', '=', factor.type)
-    .where('status', '=', 'pending')
-    .execute();
+  const pending = {
+    id: factor.id,
+    name: factor.name,
+    created_at: factor.createdAt.toISOString(),
+    phone_number: factor.phoneNumber ?? null,
+    sealed_secret: factor.sealedSecret ?? null,
+    data: factor.data ?? null,
+  };
   await db
     .insertInto('mfa_factor')
-    .values({
-      id: factor.id,
-      user_id: factor.userId,
-      type: factor.type,
-      name: factor.name,
-      is_default: 0,
-      status: 'pending',
-      created_at: factor.createdAt.toISOString(),
-      phone_number: factor.phoneNumber ?? null,
-      sealed_secret: factor.sealedSecret ?? null,
-      data: factor.data ?? null,
-    })
+    .values({ ...pending, user_id: factor.userId, type: factor.type, is_default: 0, status: 'pending' })
+    .onConflict((conflict) =>
+      // The index's own predicate, as a literal: SQLite matches a partial index only by its text.
+      conflict.columns(['user_id', 'type']).where('status', '=', sql.lit('pending')).doUpdateSet(pending),
+    )
     .execute();
 }
 

@@ -2,8 +2,14 @@ import { DEFAULT_MIGRATION_TABLE, type Kysely, type MigrationResultSet, Migrator
 import type { Database } from './database.js';
 import { migrations } from './migrations/index.js';
 
-/** Brings the schema up to date; safe when several nodes start at once (the migrator locks). */
-export function migrateToLatest(db: Kysely<Database>): Promise<void> {
+/**
+ * Brings the schema up to date; safe when several nodes start at once (the migrator locks). A
+ * schema that a newer build migrated further is left as it is: Kysely's migrator refuses to run
+ * beside migrations it does not know, and a node of the previous build must still start during a
+ * rolling upgrade or a rollback (README: "Migrations and running nodes").
+ */
+export async function migrateToLatest(db: Kysely<Database>): Promise<void> {
+  if ((await pendingMigrations(db).catch(() => undefined))?.length === 0) return;
   return migrate(db, (migrator) => migrator.migrateToLatest());
 }
 
@@ -33,10 +39,15 @@ async function migrate(db: Kysely<Database>, run: (migrator: Migrator) => Promis
  * which is slow and fails while another schema of the database is dropping tables.
  */
 export async function checkSchemaIsCurrent(db: Kysely<Database>): Promise<void> {
+  const pending = await pendingMigrations(db);
+  if (pending.length > 0) throw new Error(`${pending.length} migration(s) have not run`);
+}
+
+/** This build's migrations that have not run; throws while there is no migration table. */
+async function pendingMigrations(db: Kysely<Database>): Promise<string[]> {
   const { rows } = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)}`.execute(db);
   const done = new Set(rows.map((row) => row.name));
-  const pending = Object.keys(migrations).filter((name) => !done.has(name));
-  if (pending.length > 0) throw new Error(`${pending.length} migration(s) have not run`);
+  return Object.keys(migrations).filter((name) => !done.has(name));
 }
 
 /**

@@ -129,3 +129,11 @@ export async function revokeUserFamilies(
   const rows = await query.returning('family_id').execute();
   return [...new Set(rows.map((row) => row.family_id))];
 }
+
+/**
+ * Forgets refresh tokens past their end: a login's tokens all end with it, so nothing of a login
+ * still alive goes, and a spent one presented later is refused as unknown instead of as expired.
+ */
+export async function deleteExpiredRefreshTokens(db: Executor, now: Date): Promise<void> {
+  await db.deleteFrom('refresh_token').where('expires_at', '<=', now.toISOString()).execute();
+}

@@ -15,7 +15,7 @@ export interface StoredUser extends User {
   sessionGeneration: number;
 }
 
-/** Inserts the user; returns false when the username (as folded) is taken. */
+/** Inserts the user; returns false when the username (as folded, or as spelt) is taken. */
 export async function insertUser(db: Executor, user: User, now: Date): Promise<boolean> {
   const row = await db
     .insertInto('user')
@@ -26,7 +26,7 @@ export async function insertUser(db: Executor, user: User, now: Date): Promise<b
       password_hash: user.passwordHash,
       created_at: now.toISOString(),
     })
-    .onConflict((conflict) => conflict.column('username_key').doNothing())
+    .onConflict((conflict) => conflict.doNothing())
     .returning('id')
     .executeTakeFirst();
   return row !== undefined;

@@ -179,6 +179,17 @@ describe('sessions that end (CONTRACT §14)', () => {
     assert.deepEqual(await expectStatus(service.login(name, PASSWORD), 200), { mfa_required: true, mfa_type: 'sms' });
   });
 
+  test('refresh tokens past their end are deleted within the hour: a later use is refused as unknown', async () => {
+    const name = freshName();
+    await service.createUser(name, PASSWORD);
+    const ended = await logIn(name);
+    service.clock.advance(3600 + 3601); // past REFRESH_TOKEN_TTL, and an hour since the last prune
+    await logIn(name);
+    const refused = await expectStatus(refresh(ended.refresh), 400);
+    assert.equal(refused.error, 'invalid_grant');
+    assert.equal(refused.error_description, 'the refresh token is invalid', 'deleted, not merely expired');
+  });
+
   test('a login lasts REFRESH_TOKEN_TTL from the password, however often it is refreshed', async () => {
     const name = freshName();
     await service.createUser(name, PASSWORD);

@@ -215,6 +215,25 @@ describe('the prune beside reservations', () => {
   });
 });
 
+describe('one pending enrolment per user and type', () => {
+  test('of 20 simultaneous enrolments started, one stays pending', async () => {
+    const userId = await newUser();
+    let started = 0;
+    await twenty(() =>
+      replacePendingFactor(db, {
+        id: `p-${++started}`,
+        userId,
+        type: 'totp',
+        name: 'app',
+        createdAt: NOW,
+        sealedSecret: 's',
+      }),
+    );
+    const pending = await db.selectFrom('mfa_factor').select('id').where('user_id', '=', userId).execute();
+    assert.equal(pending.length, 1);
+  });
+});
+
 describe('accept a step only once', () => {
   test('of 20 simultaneous advances to one step, exactly one wins; that step and earlier ones never again', async () => {
     const userId = await newUser();

@@ -1,11 +1,16 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Kysely } from 'kysely';
-import type { Database } from '../../src/store/database.js';
+import SQLite from 'better-sqlite3';
+import { DEFAULT_MIGRATION_TABLE, type Kysely, sql } from 'kysely';
+import { type Database, openDatabase } from '../../src/store/database.js';
 import { findMfaEnabledAt, listFactors } from '../../src/store/mfa-factors.js';
-import { migrateTo, migrateToLatest } from '../../src/store/migrate.js';
-import { findUserByUsername } from '../../src/store/users.js';
+import { checkSchemaIsCurrent, migrateTo, migrateToLatest } from '../../src/store/migrate.js';
+import { findUserByUsername, insertUser } from '../../src/store/users.js';
 import { openTestDatabase } from '../support/database.js';
+import { onPostgres } from '../support/postgres.js';
 
 let db: Kysely<Database>;
 let close: () => Promise<void>;
@@ -86,6 +91,97 @@ describe('2026_11_23_2200_mfa_factors on a database of the version before', () =
       assert.deepEqual(await listFactors(legacyDb, 'u-never'), []);
     } finally {
       await closeLegacy();
+    }
+  });
+});
+
+describe('2026_11_24_1500_user_lookups on a database of the version before', () => {
+  test('accounts that nodes older than 2026_11_23_2100_hardening made get their folded name (or a key of their own); one pending enrolment per type stays', async () => {
+    const { db: legacyDb, close: closeLegacy } = await openTestDatabase();
+    try {
+      await migrateTo(legacyDb, '2026_11_24_1400_logins_in_flight');
+      const legacy = legacyDb as unknown as Kysely<any>;
+      const user = (id: string, username: string, usernameKey: string | null) => ({
+        id,
+        username,
+        username_key: usernameKey,
+        password_hash: 'h',
+        created_at: '2026-11-24T00:00:00.000Z',
+      });
+      // An old node inserts without username_key.
+      await legacy
+        .insertInto('user')
+        .values([user('u-new', 'carol', 'carol'), user('u-old-node', 'Carol', null), user('u-dave', 'Dave', null)])
+        .execute();
+      // Enrolments that raced before one pending factor per type was enforced.
+      const pending = (id: string, createdAt: string) => ({
+        id,
+        user_id: 'u-dave',
+        type: 'totp',
+        name: 'app',
+        is_default: 0,
+        status: 'pending',
+        created_at: createdAt,
+      });
+      await legacy
+        .insertInto('mfa_factor')
+        .values([pending('p-older', '2026-11-24T00:00:01.000Z'), pending('p-newer', '2026-11-24T00:00:02.000Z')])
+        .execute();
+      // Meanwhile its exact name is still taken: refused as taken (409), not as a failure.
+      const again = { id: 'u-again', username: 'Dave', usernameKey: 'dave', passwordHash: 'h' };
+      assert.equal(await insertUser(legacyDb, again, new Date()), false);
+
+      await migrateToLatest(legacyDb);
+
+      const find = async (name: string) => (await findUserByUsername(legacyDb, name, name.toLowerCase()))?.id;
+      assert.equal(await find('DAVE'), 'u-dave', 'found whatever the case');
+      assert.equal(await find('carol'), 'u-new');
+      assert.equal(await find('Carol'), 'u-old-node', 'the exact spelling finds the account whose name was taken');
+      const left = await legacyDb.selectFrom('mfa_factor').select('id').where('user_id', '=', 'u-dave').execute();
+      assert.deepEqual(left, [{ id: 'p-newer' }], 'of racing pending enrolments, the newest stays');
+      const keys = await legacyDb.selectFrom('user').select(['id', 'username_key']).orderBy('id').execute();
+      assert.deepEqual(keys, [
+        { id: 'u-dave', username_key: 'dave' },
+        { id: 'u-new', username_key: 'carol' },
+        { id: 'u-old-node', username_key: 'carol:u-old-node' },
+      ]);
+    } finally {
+      await closeLegacy();
+    }
+  });
+});
+
+describe('a schema that a newer build migrated further', () => {
+  test('this build starts on it: its own migrations have run, the newer ones are left alone', async () => {
+    const { db: newerDb, close: closeNewer } = await openTestDatabase();
+    try {
+      await migrateToLatest(newerDb);
+      await sql`insert into ${sql.table(DEFAULT_MIGRATION_TABLE)} (name, timestamp) values (${'2099_01_01_0000_newer'}, ${new Date().toISOString()})`.execute(
+        newerDb,
+      );
+      await migrateToLatest(newerDb);
+      await checkSchemaIsCurrent(newerDb);
+    } finally {
+      await closeNewer();
+    }
+  });
+});
+
+describe('migrating a SQLite file another process holds', () => {
+  test("fails with SQLite's own reason, after its busy wait", { skip: onPostgres && 'SQLite only' }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mfa-locked-'));
+    const file = join(dir, 'store.sqlite');
+    const holder = new SQLite(file);
+    const { db: lockedDb } = await openDatabase(`sqlite:${file}`);
+    try {
+      await migrateTo(lockedDb, '2026_11_23_0900_core'); // an older version: the next migrations wait for the lock
+      holder.exec('begin immediate');
+      await assert.rejects(migrateToLatest(lockedDb), /database is locked/);
+    } finally {
+      holder.exec('rollback');
+      holder.close();
+      await lockedDb.destroy();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
