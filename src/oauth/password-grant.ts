@@ -174,6 +174,10 @@ export function createPasswordGrant({
       },
       user.sessionGeneration,
     );
+    if (!issued) {
+      await audit.record('login', 'failed', { userId: user.id, context, detail: { reason: 'factors_changed' } });
+      throw new ServiceError('invalid_grant', "the user's second factors changed during this login; log in again");
+    }
     const detail: Record<string, string> = { amr: decision.amr.join(' ') };
     if (decision.factorType) detail.factor_type = decision.factorType;
     await audit.record('login', 'succeeded', { userId: user.id, context, detail });

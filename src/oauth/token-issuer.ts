@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Clock, onceAnHour } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
-import { ServiceError } from '../errors.js';
 import type { RefreshToken } from '../store/refresh-tokens.js';
 import type { Store } from '../store/store.js';
 import type { AccessGrant, AccessTokens } from './access-tokens.js';
@@ -27,15 +26,15 @@ export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSecond
   const pruneDue = onceAnHour();
 
   /**
-   * Tokens for a new login, whose user was read at `sessionGeneration`. Throws `invalid_grant` when
-   * every login of the user was ended meanwhile (CONTRACT §14: a change to the second factors while
-   * this login was being judged): the login was decided on what no longer holds.
+   * Tokens for a new login, whose user was read at `sessionGeneration`; undefined when every login
+   * of the user was ended meanwhile (CONTRACT §14: a change to the second factors while this login
+   * was being judged), for the login was decided on what no longer holds.
    */
-  async function startLogin(grant: AccessGrant, sessionGeneration: number): Promise<TokenResponse> {
-    if (pruneDue(clock.now())) await store.refreshTokens.deleteExpiredRefreshTokens(clock.now());
-    return issue(grant, grant.scope, (token, now) =>
-      store.refreshTokens.startRefreshFamily(token, now, sessionGeneration),
-    );
+  async function startLogin(grant: AccessGrant, sessionGeneration: number): Promise<TokenResponse | undefined> {
+    const now = clock.now();
+    if (pruneDue(now)) await store.refreshTokens.deleteExpiredRefreshTokens(now);
+    const { refreshToken, response } = await mint(grant, grant.scope);
+    return (await store.refreshTokens.startRefreshFamily(refreshToken, now, sessionGeneration)) ? response : undefined;
   }
 
   /**
@@ -43,29 +42,27 @@ export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSecond
    * than `loginScope`; the new refresh token keeps all of it (RFC 6749 §6).
    */
   async function continueLogin(grant: AccessGrant, loginScope: string): Promise<TokenResponse> {
-    return issue(grant, loginScope, async (token, now) => {
-      await store.refreshTokens.insertRefreshToken(token, now);
-      return true;
-    });
+    const { refreshToken, response } = await mint(grant, loginScope);
+    await store.refreshTokens.insertRefreshToken(refreshToken, clock.now());
+    return response;
   }
 
   /**
-   * `grant.sessionId` names the refresh-token family (new per login, kept by rotation). The refresh
-   * token expires REFRESH_TOKEN_TTL after the login (CONTRACT §14), not after this refresh:
-   * rotation does not make a login last for ever.
+   * The signed access token and a new refresh token, not yet stored. `grant.sessionId` names the
+   * refresh-token family (new per login, kept by rotation). The refresh token expires
+   * REFRESH_TOKEN_TTL after the login (CONTRACT §14), not after this refresh: rotation does not
+   * make a login last for ever.
    */
-  async function issue(
+  async function mint(
     grant: AccessGrant,
     refreshScope: string,
-    storeRefreshToken: (token: RefreshToken, now: Date) => Promise<boolean>,
-  ): Promise<TokenResponse> {
-    const now = clock.now();
+  ): Promise<{ refreshToken: RefreshToken; response: TokenResponse }> {
     const access = await accessTokens.issueAccessToken(grant);
-    const refreshToken = randomToken(32);
-    const stored = await storeRefreshToken(
-      {
+    const secret = randomToken(32);
+    return {
+      refreshToken: {
         id: randomUUID(),
-        tokenHash: sha256(refreshToken),
+        tokenHash: sha256(secret),
         familyId: grant.sessionId,
         userId: grant.userId,
         clientId: grant.clientId,
@@ -74,12 +71,13 @@ export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSecond
         authTime: grant.authTime,
         expiresAt: new Date(grant.authTime * 1000 + refreshTtlSeconds * 1000),
       },
-      now,
-    );
-    if (!stored) {
-      throw new ServiceError('invalid_grant', "the user's second factors changed during this login; log in again");
-    }
-    return { accessToken: access.token, expiresInSeconds: access.expiresInSeconds, scope: grant.scope, refreshToken };
+      response: {
+        accessToken: access.token,
+        expiresInSeconds: access.expiresInSeconds,
+        scope: grant.scope,
+        refreshToken: secret,
+      },
+    };
   }
 
   return { startLogin, continueLogin };
