@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt } from 'jose';
@@ -20,6 +21,10 @@ const USERNAME = 'alice';
 const PASSWORD = 'correct horse battery';
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 375, height: 812 };
+/** Screenshots of edge cases: looked at, never committed. */
+const SCRATCH_DIR = join(tmpdir(), 'mfa-account-screenshots');
+/** As long as a factor name may be, with no space to break the line at. */
+const LONG_NAME = 'YubiKey5CNFC_work_backup_serial_0123456789_ABCDEFGHIJKLMNOPQRSTU';
 
 let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
 let service: Service;
@@ -106,15 +111,28 @@ function appCode(): string {
 
 /**
  * A full-page screenshot at desktop and phone widths, into docs/screenshots/ (the README links
- * them); at 375 px nothing may be wider than the screen.
+ * them) unless another `dir` is given; at 375 px nothing may be wider than the screen.
  */
-async function screenshots(name: string) {
-  await page.screenshot({ path: join(screenshotDir(), `${name}-desktop.png`), fullPage: true });
+async function screenshots(name: string, dir = screenshotDir()) {
+  await page.screenshot({ path: join(dir, `${name}-desktop.png`), fullPage: true });
   await page.setViewportSize(PHONE);
   const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
   assert.ok(overflow <= 0, `${name}: the page is ${overflow} px wider than a 375 px screen`);
-  await page.screenshot({ path: join(screenshotDir(), `${name}-phone.png`), fullPage: true });
+  await page.screenshot({ path: join(dir, `${name}-phone.png`), fullPage: true });
   await page.setViewportSize(DESKTOP);
+}
+
+/** WCAG 2.x contrast ratio of two `rgb(r, g, b)` colours. */
+function contrast(one: string, other: string): number {
+  const luminance = (colour: string) => {
+    const [r = 0, g = 0, b = 0] = (colour.match(/\d+/g) ?? []).map((part) => {
+      const channel = Number(part) / 255;
+      return channel <= 0.03928 ? channel / 12.92 : ((channel + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [light, dark] = [luminance(one), luminance(other)].sort((a, b) => b - a);
+  return ((light ?? 0) + 0.05) / ((dark ?? 0) + 0.05);
 }
 
 /** The token endpoint's next answer, parsed. */
@@ -136,6 +154,14 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     assert.equal(await focusedId(), 'password');
     const outline = await page.evaluate<string>('getComputedStyle(document.activeElement).outlineStyle');
     assert.notEqual(outline, 'none', 'the focused field shows it');
+    // WCAG 1.4.11: the ring stands out 3:1 from the panel (white) and the page around it.
+    const ring = await page.evaluate<string>('getComputedStyle(document.activeElement).outlineColor');
+    for (const around of [
+      'rgb(255, 255, 255)',
+      await page.evaluate<string>('getComputedStyle(document.body).backgroundColor'),
+    ]) {
+      assert.ok(contrast(ring, around) >= 3, `focus ring ${ring} on ${around}: ${contrast(ring, around).toFixed(2)}:1`);
+    }
     await page.keyboard.type('wrong password');
     await page.keyboard.press('Enter');
     await notice('alert', 'The username or password is wrong.');
@@ -217,6 +243,25 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await notice('status', 'Renamed to “Old phone”');
     await factorItem('Old phone').waitFor();
     await screenshots('account');
+  });
+
+  test('a 64-character name fits a phone screen: in the list, the notice, the rename form and the removal question', async () => {
+    await button('Rename “Old phone”').click();
+    await page.keyboard.press('ControlOrMeta+a');
+    await page.keyboard.type(LONG_NAME);
+    await page.keyboard.press('Enter');
+    await notice('status', `Renamed to “${LONG_NAME}”`);
+    await button(`Rename “${LONG_NAME}”`).click();
+    await screenshots('long-name-rename', SCRATCH_DIR);
+    await button(`Remove “${LONG_NAME}”`).click();
+    await screenshots('long-name-remove', SCRATCH_DIR);
+    await button('Keep it').click();
+
+    await button(`Rename “${LONG_NAME}”`).click();
+    await page.keyboard.press('ControlOrMeta+a');
+    await page.keyboard.type('Old phone');
+    await page.keyboard.press('Enter');
+    await notice('status', 'Renamed to “Old phone”');
   });
 
   test('signing out revokes the login: its refresh token no longer refreshes', async () => {
@@ -311,9 +356,13 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await page.getByText('You have 9 unused backup codes').waitFor();
   });
 
-  test('adding a phone: a wrong code and an early resend get clear messages; the right code adds it', async () => {
+  test('adding a phone: an impossible number, a wrong code and an early resend get clear messages; the right code adds it', async () => {
     const phone = smsPhone;
     await button('Add a phone for SMS codes').click();
+    await page.locator('#sms-phone').fill('0044 7700 900123');
+    await page.keyboard.press('Enter');
+    await notice('alert', 'That phone number cannot be used: it is not a possible number for its country.');
+    await screenshots('impossible-phone-number', SCRATCH_DIR);
     await page
       .locator('#sms-phone')
       .fill(`+${phone.slice(0, 1)} ${phone.slice(1, 4)} ${phone.slice(4, 7)} ${phone.slice(7)}`);

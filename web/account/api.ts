@@ -104,16 +104,22 @@ export function createApi(base: URL, hooks: ApiHooks) {
   async function refresh(): Promise<void> {
     const current = tokens;
     if (!current) throw new SessionEnded();
+    let answer: Tokens | MfaRequired | undefined;
     try {
-      const answer = await tokenRequest({ grant_type: 'refresh_token', refresh_token: current.refresh_token });
-      if (!('access_token' in answer)) throw new SessionEnded();
-      if (tokens === current) tokens = answer;
+      answer = await tokenRequest({ grant_type: 'refresh_token', refresh_token: current.refresh_token });
     } catch (error) {
-      if (error instanceof ApiError && error.status === 0) throw error;
-      if (tokens === current) tokens = undefined;
-      hooks.sessionEnded();
-      throw new SessionEnded();
+      // Only the token endpoint's verdict on the refresh token ends the login. An outage (no network,
+      // 5xx, 429) says nothing about it: the tokens are kept for the next try, and the error is shown.
+      const isRefused = error instanceof ApiError && (error.status === 401 || error.code === 'invalid_grant');
+      if (!isRefused) throw error;
     }
+    if (answer && isTokens(answer)) {
+      if (tokens === current) tokens = answer;
+      return;
+    }
+    if (tokens === current) tokens = undefined;
+    hooks.sessionEnded();
+    throw new SessionEnded();
   }
 
   /**

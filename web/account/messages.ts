@@ -4,6 +4,12 @@ import { ApiError } from './api.js';
 /** What the person was doing, for the errors whose meaning depends on it. */
 export type Step = 'password' | 'code' | 'backup_code' | 'passkey' | 'enrol_code' | 'phone' | 'other';
 
+const FACTOR_WORDS: Record<string, string> = {
+  sms: 'phone for SMS codes',
+  totp: 'authenticator app',
+  webauthn: 'passkey',
+};
+
 /** "45 seconds", "2 minutes", "1 hour". */
 export function waitInWords(seconds: number | undefined): string {
   if (seconds === undefined) return 'a little while';
@@ -69,9 +75,16 @@ function describeApiError(error: ApiError, step: Step): string {
       return `The service is having trouble right now. Try again in ${wait}.`;
     case 'insufficient_user_authentication':
       return 'This change needs you to confirm it is you.';
-    case 'invalid_request':
+    case 'invalid_phone_number':
+      // "phone_number is not a possible number for its country" → "it is not a possible number …".
+      return `That phone number cannot be used: ${error.description.replace(/^phone_number /, 'it ').replace(/\.$/, '')}.`;
+    case 'invalid_request': {
       if (step === 'phone') return `That phone number cannot be used: ${error.description}.`;
+      // Asked for a factor the person does not have (offered when the service could not say which they have).
+      const missing = /^mfa_type (\w+) is not enrolled/.exec(error.description)?.[1];
+      if (missing) return `Your account has no ${FACTOR_WORDS[missing] ?? missing}. Choose another way to verify.`;
       return `${capitalised(error.description)}.`;
+    }
     default:
       if (error.status === 429)
         return `${capitalised(error.description || 'too many attempts')}. Try again in ${wait}.`;

@@ -1,5 +1,13 @@
 import { type PublicKeyCredentialRequestOptionsJSON, startAuthentication } from '@simplewebauthn/browser';
-import { type Api, type FactorType, isTokens, type MfaRequired, type StepUpChallenge, type Tokens } from './api.js';
+import {
+  type Api,
+  ApiError,
+  type FactorType,
+  isTokens,
+  type MfaRequired,
+  type StepUpChallenge,
+  type Tokens,
+} from './api.js';
 import { byId, digitsOf, el, whileBusy } from './dom.js';
 import { describeError, type Step } from './messages.js';
 import { clearNotices, say, warn } from './notices.js';
@@ -16,7 +24,21 @@ interface Attempt {
   method: Method;
   /** Request options for the next passkey assertion; each set is good for one try. */
   webauthnOptions?: Record<string, unknown>;
+  /** The login's SMS failed, so `methods` is a guess: the service says which the person lacks when asked. */
+  didSmsFail?: boolean;
 }
+
+/**
+ * What the password grant answers when the password was right, the default factor is SMS, and its
+ * text could not go out: the second step must still open, for a late code or another factor.
+ */
+const LOGIN_SMS_FAILURES = new Set([
+  'sms_unavailable',
+  'sms_timeout',
+  'sms_rate_limited',
+  'phone_number_rejected',
+  'phone_number_not_allowed',
+]);
 
 const METHOD_CHOICES: Record<Method, string> = {
   webauthn: 'Use a passkey',
@@ -154,11 +176,16 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
     attempt.methods = answer.mfa_types ?? [answer.mfa_type];
     attempt.method = answer.mfa_type;
     attempt.webauthnOptions = answer.webauthn;
+    attempt.didSmsFail = false;
+    showFactorForm();
+    if (answer.mfa_type === 'sms') say('We sent a code to your phone by SMS.', section);
+  }
+
+  function showFactorForm() {
     passwordForm.hidden = true;
     factorForm.hidden = false;
     clearNotices();
     renderMethod();
-    if (answer.mfa_type === 'sms') say('We sent a code to your phone by SMS.', section);
   }
 
   function renderMethod() {
@@ -181,9 +208,11 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
     } else {
       const sms = method === 'sms';
       factorTitle.textContent = sms ? 'Second step: a code by SMS' : 'Second step: your authenticator app';
-      factorPrompt.textContent = sms
-        ? 'Enter the 6-digit code we sent to your phone. It works for 5 minutes.'
-        : 'Enter the 6-digit code your authenticator app shows for this account.';
+      factorPrompt.textContent = !sms
+        ? 'Enter the 6-digit code your authenticator app shows for this account.'
+        : attempt.didSmsFail
+          ? 'If the code reaches your phone, enter it here. Otherwise ask for a new one, or choose another way below.'
+          : 'Enter the 6-digit code we sent to your phone. It works for 5 minutes.';
       codeLabel.textContent = sms ? 'Code from the SMS' : 'Code from the app';
       factorSubmit.textContent = 'Verify';
     }
@@ -214,8 +243,10 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
       try {
         const answer = await grant({ mfa_type: method });
         if (isTokens(answer)) return finish(answer, current.username);
+        current.methods = answer.mfa_types ?? [answer.mfa_type];
         current.method = answer.mfa_type;
         current.webauthnOptions = answer.webauthn;
+        current.didSmsFail = false;
         renderMethod();
         if (method === 'sms') {
           say(
@@ -248,6 +279,21 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
         attempt = { username, password, extra, methods: [], method: answer.mfa_type };
         showFactorStep(answer);
       } catch (error) {
+        if (error instanceof ApiError && LOGIN_SMS_FAILURES.has(error.code)) {
+          // The service does not say which other factors the person has: all are offered, and
+          // asking for one they lack is answered with invalid_request, shown like any refusal.
+          attempt = {
+            username,
+            password,
+            extra,
+            methods: ['sms', 'totp', 'webauthn'],
+            method: 'sms',
+            didSmsFail: true,
+          };
+          showFactorForm();
+          warn(describeError(error, 'code'), section);
+          return;
+        }
         warn(describeError(error, 'password'), section);
         passwordInput.select();
         passwordInput.focus();

@@ -1,0 +1,174 @@
+import assert from 'node:assert/strict';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { decodeJwt } from 'jose';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, startServiceOnLocalhost } from '../support/browser.js';
+import { nextPhone, type Service } from '../support/service.js';
+
+// The account page in Chromium when something outside it fails: the SMS provider at sign-in, the
+// service while a token is refreshed. One person, SMS as the default factor, with backup codes;
+// each test goes on from where the one before left the page.
+
+const USERNAME = 'carol';
+const PASSWORD = 'correct horse battery';
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 375, height: 812 };
+/** Screenshots to look at, never committed. */
+const SCRATCH_DIR = join(tmpdir(), 'mfa-account-screenshots');
+
+let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let service: Service;
+let browser: Browser;
+let page: Page;
+let backupCodes: string[];
+const phone = nextPhone();
+const pageErrors: string[] = [];
+
+before(async () => {
+  stack = await startServiceOnLocalhost({
+    // A silent provider is given up on after 1 s rather than the default, so the test stays short.
+    adjust: (config) =>
+      config.sms.kind === 'twilio' ? { ...config, sms: { ...config.sms, timeoutMs: 1000 } } : config,
+  });
+  service = stack.service;
+  const { token } = await service.createUserWithMfa(USERNAME, PASSWORD, phone);
+  const created = await service.call('/mfa/recovery/', { method: 'POST', token });
+  assert.equal(created.status, 200);
+  backupCodes = ((await created.json()) as { backup_codes: string[] }).backup_codes;
+  browser = await launchChromium();
+  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
+  page = await context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+});
+
+after(async () => {
+  await browser?.close();
+  await stack?.close();
+});
+
+/** Waits until `text` is announced (live region status or alert) and shown beside what it is about. */
+async function notice(kind: 'status' | 'alert', text: string | RegExp) {
+  await page.locator(`#${kind}`, { hasText: text }).waitFor({ state: 'attached' });
+  await page
+    .locator(kind === 'alert' ? '.notice.notice-error' : '.notice:not(.notice-error)', { hasText: text })
+    .waitFor();
+}
+
+function button(name: string | RegExp) {
+  return page.getByRole('button', { name, exact: typeof name === 'string' });
+}
+
+/** Desktop and phone screenshots; at 375 px nothing may be wider than the screen. */
+async function screenshots(name: string) {
+  await page.screenshot({ path: join(SCRATCH_DIR, `${name}-desktop.png`), fullPage: true });
+  await page.setViewportSize(PHONE);
+  const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+  assert.ok(overflow <= 0, `${name}: the page is ${overflow} px wider than a 375 px screen`);
+  await page.screenshot({ path: join(SCRATCH_DIR, `${name}-phone.png`), fullPage: true });
+  await page.setViewportSize(DESKTOP);
+}
+
+async function enterPassword() {
+  await page.locator('#username').fill(USERNAME);
+  await page.locator('#password').fill(PASSWORD);
+  await page.keyboard.press('Enter');
+}
+
+/** The token endpoint's next answer, parsed. */
+async function nextTokenAnswer(): Promise<any> {
+  const response = await page.waitForResponse((candidate) => candidate.url().endsWith('/mfa/oauth2/token/'));
+  return response.json();
+}
+
+/** Answers the page's refresh requests with `status` and `body` until `unroute`. */
+async function answerRefreshesWith(status: number, body: object, headers: Record<string, string> = {}) {
+  await page.route('**/mfa/oauth2/token/', (route) =>
+    (route.request().postData() ?? '').includes('refresh_token')
+      ? route.fulfill({ status, headers, contentType: 'application/json', body: JSON.stringify(body) })
+      : route.continue(),
+  );
+}
+
+async function renameTo(name: string) {
+  await page.locator('#factor-list li input').first().fill(name);
+  await page.locator('#factor-list li input').first().press('Enter');
+}
+
+describe('the account page when the SMS provider or the service is in trouble', () => {
+  test('the SMS provider fails at sign-in: the second step opens anyway, and a backup code signs in', async () => {
+    service.twilio.behave('fail');
+    await page.goto(`${stack.origin}/account/`);
+    await enterPassword();
+    await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
+    await notice('alert', 'The SMS could not be sent: the provider failed.');
+    assert.equal(await page.locator('#code:focus').count(), 1, 'focus is in the code field');
+    await button('Send a new code').waitFor();
+    await button('Use a backup code').waitFor();
+    await screenshots('sms-failed-at-sign-in');
+
+    // Offered because the service could not say which factors carol has: it says so when asked.
+    await button('Use your authenticator app').click();
+    await page.keyboard.type('123456');
+    await page.keyboard.press('Enter');
+    await notice('alert', 'Your account has no authenticator app. Choose another way to verify.');
+
+    await button('Use a backup code').click();
+    const tokens = nextTokenAnswer();
+    await page.keyboard.type(backupCodes[0] ?? '');
+    await page.keyboard.press('Enter');
+    assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'backup']);
+    await page.locator('#account-title').waitFor();
+  });
+
+  test('the SMS provider is silent at sign-in: the code that arrives late still signs in', async () => {
+    service.twilio.behave('hang');
+    await button('Sign out').click();
+    await enterPassword();
+    await notice('alert', 'The code may still arrive');
+    await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
+    await screenshots('sms-timeout-at-sign-in');
+    service.twilio.behave('deliver');
+
+    const tokens = nextTokenAnswer();
+    await page.locator('#code').fill(service.twilio.lastCodeFor(`+${phone}`));
+    await page.keyboard.press('Enter');
+    assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'sms']);
+    // The list is drawn once both reads (factors, backup codes) are answered: none is left in flight.
+    await page.locator('#factor-list .factor-name').waitFor();
+  });
+
+  test('a refresh answered 503 keeps the login: the page says when to try again, and the next try works', async () => {
+    service.clock.advance(901); // the access token has expired
+    await answerRefreshesWith(
+      503,
+      { error: 'database_unavailable', error_description: 'the database is not answering' },
+      { 'retry-after': '5' },
+    );
+    await button(/^Rename/).click();
+    await renameTo('Phone');
+    await notice('alert', 'The service is having trouble right now. Try again in 5 seconds.');
+    assert.equal(await page.locator('#account').isVisible(), true, 'the account stays on screen');
+    assert.equal(await page.locator('#sign-in').isHidden(), true);
+    await screenshots('refresh-503');
+
+    await page.unroute('**/mfa/oauth2/token/');
+    await renameTo('Phone');
+    await notice('status', 'Renamed to “Phone”');
+  });
+
+  test('a refresh token the service refuses ends the session on the page', async () => {
+    service.clock.advance(901);
+    await answerRefreshesWith(400, { error: 'invalid_grant', error_description: 'the refresh token is revoked' });
+    await button(/^Rename/).click();
+    await renameTo('Old phone');
+    await notice('alert', 'Your session has ended. Sign in again.');
+    await page.locator('#sign-in-title').waitFor();
+    await page.unroute('**/mfa/oauth2/token/');
+  });
+
+  test('no script error on the way', () => {
+    assert.deepEqual(pageErrors, []);
+  });
+});
