@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { generate } from 'lean-qr';
@@ -9,7 +7,16 @@ import { toSvgPath } from 'lean-qr/extras/svg';
 import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, CDPSession, ConsoleMessage, Page } from 'playwright-core';
 import { otpauthUri } from '../../src/mfa/factors/totp.js';
-import { launchChromium, screenshotDir, startServiceOnLocalhost } from '../support/browser.js';
+import {
+  button,
+  DESKTOP,
+  launchChromium,
+  nextTokenAnswer,
+  notice,
+  SCRATCH_DIR,
+  screenshots,
+  startServiceOnLocalhost,
+} from '../support/browser.js';
 import { nextPhone, type Service } from '../support/service.js';
 
 // The account page in Debian's Chromium, as a person uses it: one person's whole journey, step by
@@ -19,10 +26,6 @@ import { nextPhone, type Service } from '../support/service.js';
 
 const USERNAME = 'alice';
 const PASSWORD = 'correct horse battery';
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 375, height: 812 };
-/** Screenshots of edge cases: looked at, never committed. */
-const SCRATCH_DIR = join(tmpdir(), 'mfa-account-screenshots');
 /** As long as a factor name may be, with no space to break the line at. */
 const LONG_NAME = 'YubiKey5CNFC_work_backup_serial_0123456789_ABCDEFGHIJKLMNOPQRSTU';
 
@@ -77,18 +80,6 @@ function isExpectedApiRefusal(message: ConsoleMessage): boolean {
   );
 }
 
-/** Waits until `text` is announced (live region status or alert) and shown beside what it is about. */
-async function notice(kind: 'status' | 'alert', text: string | RegExp) {
-  await page.locator(`#${kind}`, { hasText: text }).waitFor({ state: 'attached' });
-  await page
-    .locator(kind === 'alert' ? '.notice.notice-error' : '.notice:not(.notice-error)', { hasText: text })
-    .waitFor();
-}
-
-function button(name: string | RegExp) {
-  return page.getByRole('button', { name, exact: typeof name === 'string' });
-}
-
 function factorItem(name: string) {
   return page.locator('#factor-list > li', { has: page.locator('.factor-name', { hasText: name }) });
 }
@@ -113,15 +104,6 @@ function appCode(): string {
  * A full-page screenshot at desktop and phone widths, into docs/screenshots/ (the README links
  * them) unless another `dir` is given; at 375 px nothing may be wider than the screen.
  */
-async function screenshots(name: string, dir = screenshotDir()) {
-  await page.screenshot({ path: join(dir, `${name}-desktop.png`), fullPage: true });
-  await page.setViewportSize(PHONE);
-  const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
-  assert.ok(overflow <= 0, `${name}: the page is ${overflow} px wider than a 375 px screen`);
-  await page.screenshot({ path: join(dir, `${name}-phone.png`), fullPage: true });
-  await page.setViewportSize(DESKTOP);
-}
-
 /** WCAG 2.x contrast ratio of two `rgb(r, g, b)` colours. */
 function contrast(one: string, other: string): number {
   const luminance = (colour: string) => {
@@ -135,19 +117,13 @@ function contrast(one: string, other: string): number {
   return ((light ?? 0) + 0.05) / ((dark ?? 0) + 0.05);
 }
 
-/** The token endpoint's next answer, parsed. */
-async function nextTokenAnswer(): Promise<any> {
-  const response = await page.waitForResponse((candidate) => candidate.url().endsWith('/mfa/oauth2/token/'));
-  return response.json();
-}
-
 describe('the account page in Chromium (CONTRACT §17)', () => {
   test('signing in with the keyboard alone: focus starts in the username, Tab moves on visibly, Enter submits', async () => {
     const response = await page.goto(`${stack.origin}/account/`);
     assert.match((await response?.allHeaders())?.['content-security-policy'] ?? '', /default-src 'self'/);
     await page.locator('#sign-in-title').waitFor();
     assert.equal(await focusedId(), 'username');
-    await screenshots('sign-in');
+    await screenshots(page, 'sign-in');
 
     await page.keyboard.type(USERNAME);
     await page.keyboard.press('Tab');
@@ -164,7 +140,7 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     }
     await page.keyboard.type('wrong password');
     await page.keyboard.press('Enter');
-    await notice('alert', 'The username or password is wrong.');
+    await notice(page, 'alert', 'The username or password is wrong.');
     assert.equal(await focusedId(), 'password', 'focus stays on the password to try again');
 
     await page.keyboard.type(PASSWORD);
@@ -182,7 +158,7 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
   });
 
   test('adding an authenticator app shows the key as a QR code and as text; a code computed from it turns MFA on', async () => {
-    await button('Add an authenticator app').click();
+    await button(page, 'Add an authenticator app').click();
     assert.equal(await focusedId(), 'totp-name');
     await page.locator('#totp-name').fill('Phone');
     await page.keyboard.press('Enter');
@@ -192,18 +168,18 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     // The QR code holds the otpauth URI for this key: the same modules lean-qr draws for it here.
     const drawn = await page.locator('#totp-qr svg path').getAttribute('d');
     assert.equal(drawn, toSvgPath(generate(otpauthUri('MFA', USERNAME, secret))));
-    await screenshots('add-authenticator-app');
+    await screenshots(page, 'add-authenticator-app');
 
     totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
     await page.locator('#totp-code').fill(appCode());
     await page.keyboard.press('Enter');
-    await notice('status', 'Authenticator app added');
+    await notice(page, 'status', 'Authenticator app added');
     await factorItem('Phone').locator('.badge', { hasText: 'Default' }).waitFor();
     await page.getByText('Two-step verification is on').waitFor();
   });
 
   test('adding a passkey now asks to confirm it is you (password, then the app); Chromium’s authenticator makes it', async () => {
-    await button('Add a passkey').click();
+    await button(page, 'Add a passkey').click();
     await page.locator('#passkey-name').fill('Laptop');
     await page.keyboard.press('Enter');
     // The password-only login is too weak to add a factor while MFA is on: RFC 9470 step-up.
@@ -211,10 +187,10 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     assert.equal(await focusedId(), 'password');
     assert.equal(await page.locator('#username').inputValue(), USERNAME);
     assert.equal(await page.locator('#username').getAttribute('readonly'), '');
-    await screenshots('confirm-it-is-you');
+    await screenshots(page, 'confirm-it-is-you');
 
     await page.keyboard.type(PASSWORD);
-    const passwordStep = nextTokenAnswer();
+    const passwordStep = nextTokenAnswer(page);
     await page.keyboard.press('Enter');
     assert.equal((await passwordStep).mfa_type, 'totp');
     await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
@@ -223,7 +199,7 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await page.keyboard.type(appCode());
     await page.keyboard.press('Enter');
 
-    await notice('status', 'Passkey “Laptop” added');
+    await notice(page, 'status', 'Passkey “Laptop” added');
     await factorItem('Laptop').waitFor();
     assert.equal(await page.locator('#sign-in').isHidden(), true);
     const { credentials } = await cdp.send('WebAuthn.getCredentials', { authenticatorId });
@@ -231,44 +207,44 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
   });
 
   test('making the passkey the default and renaming the app need no new confirmation right after it', async () => {
-    await button('Make default “Laptop”').click();
-    await notice('status', '“Laptop” is now your default');
+    await button(page, 'Make default “Laptop”').click();
+    await notice(page, 'status', '“Laptop” is now your default');
     await factorItem('Laptop').locator('.badge', { hasText: 'Default' }).waitFor();
 
-    await button('Rename “Phone”').click();
+    await button(page, 'Rename “Phone”').click();
     assert.equal(await focusedId(), `name-${await factorItem('Phone').getAttribute('data-factor-id')}`);
     await page.keyboard.press('ControlOrMeta+a');
     await page.keyboard.type('Old phone');
     await page.keyboard.press('Enter');
-    await notice('status', 'Renamed to “Old phone”');
+    await notice(page, 'status', 'Renamed to “Old phone”');
     await factorItem('Old phone').waitFor();
-    await screenshots('account');
+    await screenshots(page, 'account');
   });
 
   test('a 64-character name fits a phone screen: in the list, the notice, the rename form and the removal question', async () => {
-    await button('Rename “Old phone”').click();
+    await button(page, 'Rename “Old phone”').click();
     await page.keyboard.press('ControlOrMeta+a');
     await page.keyboard.type(LONG_NAME);
     await page.keyboard.press('Enter');
-    await notice('status', `Renamed to “${LONG_NAME}”`);
-    await button(`Rename “${LONG_NAME}”`).click();
-    await screenshots('long-name-rename', SCRATCH_DIR);
-    await button(`Remove “${LONG_NAME}”`).click();
-    await screenshots('long-name-remove', SCRATCH_DIR);
-    await button('Keep it').click();
+    await notice(page, 'status', `Renamed to “${LONG_NAME}”`);
+    await button(page, `Rename “${LONG_NAME}”`).click();
+    await screenshots(page, 'long-name-rename', SCRATCH_DIR);
+    await button(page, `Remove “${LONG_NAME}”`).click();
+    await screenshots(page, 'long-name-remove', SCRATCH_DIR);
+    await button(page, 'Keep it').click();
 
-    await button(`Rename “${LONG_NAME}”`).click();
+    await button(page, `Rename “${LONG_NAME}”`).click();
     await page.keyboard.press('ControlOrMeta+a');
     await page.keyboard.type('Old phone');
     await page.keyboard.press('Enter');
-    await notice('status', 'Renamed to “Old phone”');
+    await notice(page, 'status', 'Renamed to “Old phone”');
   });
 
   test('signing out revokes the login: its refresh token no longer refreshes', async () => {
     const revocation = page.waitForRequest((request) => request.url().endsWith('/mfa/oauth2/revoke/'));
-    await button('Sign out').click();
+    await button(page, 'Sign out').click();
     const refreshToken = new URLSearchParams((await revocation).postData() ?? '').get('token') ?? '';
-    await notice('status', 'You are signed out.');
+    await notice(page, 'status', 'You are signed out.');
     await page.locator('#sign-in-title').waitFor();
     assert.equal(await focusedId(), 'username');
     const refused = await service.call('/mfa/oauth2/token/', {
@@ -284,12 +260,12 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await page.locator('#password').fill(PASSWORD);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Second step: your passkey' }).waitFor();
-    await button('Use your authenticator app').waitFor();
-    await button('Use a backup code').waitFor();
-    await screenshots('second-step');
+    await button(page, 'Use your authenticator app').waitFor();
+    await button(page, 'Use a backup code').waitFor();
+    await screenshots(page, 'second-step');
 
-    const tokens = nextTokenAnswer();
-    await button('Use my passkey').click();
+    const tokens = nextTokenAnswer(page);
+    await button(page, 'Use my passkey').click();
     assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'hwk']);
     await page.locator('#account-title').waitFor();
     assert.doesNotMatch((await factorItem('Laptop').locator('.factor-dates').textContent()) ?? '', /Last used never/);
@@ -297,13 +273,13 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
 
   test('removing a factor after 10 minutes asks to confirm it is you again (with the passkey), then removes it', async () => {
     service.clock.advance(601);
-    await button('Remove “Old phone”').click();
-    await button('Yes, remove it').click();
+    await button(page, 'Remove “Old phone”').click();
+    await button(page, 'Yes, remove it').click();
     await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
-    await button('Use my passkey').click();
-    await notice('status', 'Removed “Old phone”.');
+    await button(page, 'Use my passkey').click();
+    await notice(page, 'status', 'Removed “Old phone”.');
     await factorItem('Laptop').waitFor();
     // The list is the service's answer to GET /mfa/factors/ after the removal.
     assert.deepEqual(await page.locator('#factor-list .factor-name').allTextContents(), ['Laptop']);
@@ -311,45 +287,48 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
 
   test('cancelling the confirmation changes nothing, and says so', async () => {
     service.clock.advance(601);
-    await button('Remove “Laptop”').click();
-    await button('Yes, remove it').click();
+    await button(page, 'Remove “Laptop”').click();
+    await button(page, 'Yes, remove it').click();
     await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
-    await button('Cancel').click();
-    await notice('alert', 'Nothing was changed');
+    await button(page, 'Cancel').click();
+    await notice(page, 'alert', 'Nothing was changed');
     await factorItem('Laptop').waitFor();
   });
 
   test('backup codes are shown once, with a download as a text file; one of them signs in', async () => {
-    await button('Create backup codes').click();
+    await button(page, 'Create backup codes').click();
     await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
-    await button('Use my passkey').click();
+    await button(page, 'Use my passkey').click();
     await page.locator('#backup-codes li').nth(9).waitFor();
     const shown = (await page.locator('#backup-codes li').allTextContents()).map((code) => code.replace(/\s/g, ''));
     assert.equal(shown.length, 10);
     for (const code of shown) assert.match(code, /^\d{12}$/);
-    await screenshots('backup-codes');
+    await screenshots(page, 'backup-codes');
 
-    const [download] = await Promise.all([page.waitForEvent('download'), button('Download as a text file').click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      button(page, 'Download as a text file').click(),
+    ]);
     assert.equal(download.suggestedFilename(), 'backup-codes.txt');
     const file = readFileSync((await download.path()) ?? '', 'utf8');
     for (const code of shown) assert.ok(file.replace(/ /g, '').includes(code), `the file holds ${code}`);
 
-    await button('I have saved them').click();
+    await button(page, 'I have saved them').click();
     assert.equal(await page.locator('#backup-codes li').count(), 0, 'the codes are gone from the page');
     await page.getByText('You have 10 unused backup codes').waitFor();
 
-    await button('Sign out').click();
-    await notice('status', 'You are signed out.');
+    await button(page, 'Sign out').click();
+    await notice(page, 'status', 'You are signed out.');
     await page.locator('#username').fill(USERNAME);
     await page.locator('#password').fill(PASSWORD);
     await page.keyboard.press('Enter');
-    await button('Use a backup code').click();
+    await button(page, 'Use a backup code').click();
     assert.equal(await focusedId(), 'code');
     await page.keyboard.type('0000 0000 0000');
     await page.keyboard.press('Enter');
-    await notice('alert', 'That backup code is wrong or was already used.');
+    await notice(page, 'alert', 'That backup code is wrong or was already used.');
     await page.keyboard.type(shown[0] ?? '');
     await page.keyboard.press('Enter');
     await page.locator('#account-title').waitFor();
@@ -358,26 +337,26 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
 
   test('adding a phone: an impossible number, a wrong code and an early resend get clear messages; the right code adds it', async () => {
     const phone = smsPhone;
-    await button('Add a phone for SMS codes').click();
+    await button(page, 'Add a phone for SMS codes').click();
     await page.locator('#sms-phone').fill('0044 7700 900123');
     await page.keyboard.press('Enter');
-    await notice('alert', 'That phone number cannot be used: it is not a possible number for its country.');
-    await screenshots('impossible-phone-number', SCRATCH_DIR);
+    await notice(page, 'alert', 'That phone number cannot be used: it is not a possible number for its country.');
+    await screenshots(page, 'impossible-phone-number', SCRATCH_DIR);
     await page
       .locator('#sms-phone')
       .fill(`+${phone.slice(0, 1)} ${phone.slice(1, 4)} ${phone.slice(4, 7)} ${phone.slice(7)}`);
     await page.keyboard.press('Enter');
-    await notice('status', `Code sent to +${phone}.`);
+    await notice(page, 'status', `Code sent to +${phone}.`);
     assert.equal(await focusedId(), 'sms-code');
     const code = service.twilio.lastCodeFor(`+${phone}`);
     await page.keyboard.type(code === '000000' ? '111111' : '000000');
     await page.keyboard.press('Enter');
-    await notice('alert', 'That code is wrong, expired or already used.');
-    await button('Send a new code').click();
-    await notice('alert', /A code was sent moments ago\. You can ask for another in \d+ seconds/);
+    await notice(page, 'alert', 'That code is wrong, expired or already used.');
+    await button(page, 'Send a new code').click();
+    await notice(page, 'alert', /A code was sent moments ago\. You can ask for another in \d+ seconds/);
     await page.locator('#sms-code').fill(code);
     await page.keyboard.press('Enter');
-    await notice('status', `Phone +${phone} added.`);
+    await notice(page, 'status', `Phone +${phone} added.`);
     await factorItem('SMS')
       .locator('.factor-type', { hasText: `ending ${phone.slice(-4)}` })
       .waitFor();
@@ -388,25 +367,25 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     const refresh = page.waitForRequest(
       (request) => request.url().endsWith('/mfa/oauth2/token/') && (request.postData() ?? '').includes('refresh_token'),
     );
-    await button('Rename “SMS”').click();
+    await button(page, 'Rename “SMS”').click();
     await page.keyboard.press('ControlOrMeta+a');
     await page.keyboard.type('Work phone');
     await page.keyboard.press('Enter');
     await refresh;
-    await notice('status', 'Renamed to “Work phone”');
+    await notice(page, 'status', 'Renamed to “Work phone”');
   });
 
   test('signing in with a code sent by SMS, chosen instead of the default passkey', async () => {
     const phone = smsPhone;
-    await button('Sign out').click();
+    await button(page, 'Sign out').click();
     await page.locator('#username').fill(USERNAME);
     await page.locator('#password').fill(PASSWORD);
     await page.keyboard.press('Enter');
-    await button('Text a code to my phone').click();
-    await notice('status', 'We sent a code to your phone by SMS.');
+    await button(page, 'Text a code to my phone').click();
+    await notice(page, 'status', 'We sent a code to your phone by SMS.');
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
     assert.equal(await focusedId(), 'code');
-    const tokens = nextTokenAnswer();
+    const tokens = nextTokenAnswer(page);
     await page.keyboard.type(service.twilio.lastCodeFor(`+${phone}`));
     await page.keyboard.press('Enter');
     assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'sms']);
@@ -414,20 +393,20 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
   });
 
   test('too many wrong codes: the page says how long to wait', async () => {
-    await button('Sign out').click();
+    await button(page, 'Sign out').click();
     await page.locator('#username').fill(USERNAME);
     await page.locator('#password').fill(PASSWORD);
     await page.keyboard.press('Enter');
-    await button('Use a backup code').click();
+    await button(page, 'Use a backup code').click();
     for (let attempt = 0; attempt < 5; attempt += 1) {
       await page.locator('#code').fill(`11112222333${attempt}`);
       await page.keyboard.press('Enter');
-      await notice('alert', 'That backup code is wrong');
+      await notice(page, 'alert', 'That backup code is wrong');
       await page.locator('#factor-submit:not([disabled])').waitFor();
     }
     await page.locator('#code').fill('111122223339');
     await page.keyboard.press('Enter');
-    await notice('alert', 'Too many wrong codes. Try again in 1 minute.');
+    await notice(page, 'alert', 'Too many wrong codes. Try again in 1 minute.');
   });
 
   test('no CSP violation, console error or script error in the whole journey', () => {

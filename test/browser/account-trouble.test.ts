@@ -1,10 +1,17 @@
 import assert from 'node:assert/strict';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium, startServiceOnLocalhost } from '../support/browser.js';
+import {
+  button,
+  DESKTOP,
+  launchChromium,
+  nextTokenAnswer,
+  notice,
+  SCRATCH_DIR,
+  screenshots,
+  startServiceOnLocalhost,
+} from '../support/browser.js';
 import { nextPhone, type Service } from '../support/service.js';
 
 // The account page in Chromium when something outside it fails: the SMS provider at sign-in, the
@@ -13,10 +20,6 @@ import { nextPhone, type Service } from '../support/service.js';
 
 const USERNAME = 'carol';
 const PASSWORD = 'correct horse battery';
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 375, height: 812 };
-/** Screenshots to look at, never committed. */
-const SCRATCH_DIR = join(tmpdir(), 'mfa-account-screenshots');
 
 let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
 let service: Service;
@@ -48,38 +51,10 @@ after(async () => {
   await stack?.close();
 });
 
-/** Waits until `text` is announced (live region status or alert) and shown beside what it is about. */
-async function notice(kind: 'status' | 'alert', text: string | RegExp) {
-  await page.locator(`#${kind}`, { hasText: text }).waitFor({ state: 'attached' });
-  await page
-    .locator(kind === 'alert' ? '.notice.notice-error' : '.notice:not(.notice-error)', { hasText: text })
-    .waitFor();
-}
-
-function button(name: string | RegExp) {
-  return page.getByRole('button', { name, exact: typeof name === 'string' });
-}
-
-/** Desktop and phone screenshots; at 375 px nothing may be wider than the screen. */
-async function screenshots(name: string) {
-  await page.screenshot({ path: join(SCRATCH_DIR, `${name}-desktop.png`), fullPage: true });
-  await page.setViewportSize(PHONE);
-  const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
-  assert.ok(overflow <= 0, `${name}: the page is ${overflow} px wider than a 375 px screen`);
-  await page.screenshot({ path: join(SCRATCH_DIR, `${name}-phone.png`), fullPage: true });
-  await page.setViewportSize(DESKTOP);
-}
-
 async function enterPassword() {
   await page.locator('#username').fill(USERNAME);
   await page.locator('#password').fill(PASSWORD);
   await page.keyboard.press('Enter');
-}
-
-/** The token endpoint's next answer, parsed. */
-async function nextTokenAnswer(): Promise<any> {
-  const response = await page.waitForResponse((candidate) => candidate.url().endsWith('/mfa/oauth2/token/'));
-  return response.json();
 }
 
 /** Answers the page's refresh requests with `status` and `body` until `unroute`. */
@@ -102,20 +77,20 @@ describe('the account page when the SMS provider or the service is in trouble', 
     await page.goto(`${stack.origin}/account/`);
     await enterPassword();
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
-    await notice('alert', 'The SMS could not be sent: the provider failed.');
+    await notice(page, 'alert', 'The SMS could not be sent: the provider failed.');
     assert.equal(await page.locator('#code:focus').count(), 1, 'focus is in the code field');
-    await button('Send a new code').waitFor();
-    await button('Use a backup code').waitFor();
-    await screenshots('sms-failed-at-sign-in');
+    await button(page, 'Send a new code').waitFor();
+    await button(page, 'Use a backup code').waitFor();
+    await screenshots(page, 'sms-failed-at-sign-in', SCRATCH_DIR);
 
     // Offered because the service could not say which factors carol has: it says so when asked.
-    await button('Use your authenticator app').click();
+    await button(page, 'Use your authenticator app').click();
     await page.keyboard.type('123456');
     await page.keyboard.press('Enter');
-    await notice('alert', 'Your account has no authenticator app. Choose another way to verify.');
+    await notice(page, 'alert', 'Your account has no authenticator app. Choose another way to verify.');
 
-    await button('Use a backup code').click();
-    const tokens = nextTokenAnswer();
+    await button(page, 'Use a backup code').click();
+    const tokens = nextTokenAnswer(page);
     await page.keyboard.type(backupCodes[0] ?? '');
     await page.keyboard.press('Enter');
     assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'backup']);
@@ -124,14 +99,14 @@ describe('the account page when the SMS provider or the service is in trouble', 
 
   test('the SMS provider is silent at sign-in: the code that arrives late still signs in', async () => {
     service.twilio.behave('hang');
-    await button('Sign out').click();
+    await button(page, 'Sign out').click();
     await enterPassword();
-    await notice('alert', 'The code may still arrive');
+    await notice(page, 'alert', 'The code may still arrive');
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
-    await screenshots('sms-timeout-at-sign-in');
+    await screenshots(page, 'sms-timeout-at-sign-in', SCRATCH_DIR);
     service.twilio.behave('deliver');
 
-    const tokens = nextTokenAnswer();
+    const tokens = nextTokenAnswer(page);
     await page.locator('#code').fill(service.twilio.lastCodeFor(`+${phone}`));
     await page.keyboard.press('Enter');
     assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'sms']);
@@ -146,24 +121,24 @@ describe('the account page when the SMS provider or the service is in trouble', 
       { error: 'database_unavailable', error_description: 'the database is not answering' },
       { 'retry-after': '5' },
     );
-    await button(/^Rename/).click();
+    await button(page, /^Rename/).click();
     await renameTo('Phone');
-    await notice('alert', 'The service is having trouble right now. Try again in 5 seconds.');
+    await notice(page, 'alert', 'The service is having trouble right now. Try again in 5 seconds.');
     assert.equal(await page.locator('#account').isVisible(), true, 'the account stays on screen');
     assert.equal(await page.locator('#sign-in').isHidden(), true);
-    await screenshots('refresh-503');
+    await screenshots(page, 'refresh-503', SCRATCH_DIR);
 
     await page.unroute('**/mfa/oauth2/token/');
     await renameTo('Phone');
-    await notice('status', 'Renamed to “Phone”');
+    await notice(page, 'status', 'Renamed to “Phone”');
   });
 
   test('a refresh token the service refuses ends the session on the page', async () => {
     service.clock.advance(901);
     await answerRefreshesWith(400, { error: 'invalid_grant', error_description: 'the refresh token is revoked' });
-    await button(/^Rename/).click();
+    await button(page, /^Rename/).click();
     await renameTo('Old phone');
-    await notice('alert', 'Your session has ended. Sign in again.');
+    await notice(page, 'alert', 'Your session has ended. Sign in again.');
     await page.locator('#sign-in-title').waitFor();
     await page.unroute('**/mfa/oauth2/token/');
   });

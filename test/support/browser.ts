@@ -1,9 +1,10 @@
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { type Service, type ServiceOptions, startService } from './service.js';
 import { startTcpProxy } from './tcp-proxy.js';
 
@@ -90,4 +91,37 @@ export function screenshotDir(): string {
       : join(tmpdir(), 'mfa-account-screenshots');
   mkdirSync(dir, { recursive: true });
   return dir;
+}
+
+export const DESKTOP = { width: 1280, height: 800 };
+export const PHONE = { width: 375, height: 812 };
+/** Screenshots that are never committed: states only a test can reach. */
+export const SCRATCH_DIR = join(tmpdir(), 'mfa-account-screenshots');
+
+/** Waits until `text` is announced (live region status or alert) and shown beside what it is about. */
+export async function notice(page: Page, kind: 'status' | 'alert', text: string | RegExp): Promise<void> {
+  await page.locator(`#${kind}`, { hasText: text }).waitFor({ state: 'attached' });
+  await page
+    .locator(kind === 'alert' ? '.notice.notice-error' : '.notice:not(.notice-error)', { hasText: text })
+    .waitFor();
+}
+
+export function button(page: Page, name: string | RegExp) {
+  return page.getByRole('button', { name, exact: typeof name === 'string' });
+}
+
+/** Desktop and phone screenshots into `dir`; at 375 px nothing may be wider than the screen. */
+export async function screenshots(page: Page, name: string, dir = screenshotDir()): Promise<void> {
+  await page.screenshot({ path: join(dir, `${name}-desktop.png`), fullPage: true });
+  await page.setViewportSize(PHONE);
+  const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+  assert.ok(overflow <= 0, `${name}: the page is ${overflow} px wider than a 375 px screen`);
+  await page.screenshot({ path: join(dir, `${name}-phone.png`), fullPage: true });
+  await page.setViewportSize(DESKTOP);
+}
+
+/** The token endpoint's next answer, parsed. */
+export async function nextTokenAnswer(page: Page): Promise<any> {
+  const response = await page.waitForResponse((candidate) => candidate.url().endsWith('/mfa/oauth2/token/'));
+  return response.json();
 }
