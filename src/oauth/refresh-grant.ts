@@ -35,7 +35,7 @@ export function createRefreshGrant({ store, tokens, sessions, audit, clock }: Re
     const scope = narrowScope(stored.scope, request.scope);
     const reuse = async () => {
       await store.transaction(async (tx) => {
-        await sessions.endSession(tx, stored.familyId, now);
+        await sessions.endSession(tx, stored, now);
         await audit.record('refresh_token_reuse', 'login_revoked', { userId: stored.userId, context }, tx);
       });
       return new ServiceError('invalid_grant', 'the refresh token was already used; the login is revoked');
@@ -54,15 +54,20 @@ export function createRefreshGrant({ store, tokens, sessions, audit, clock }: Re
         sessionId: stored.familyId,
       },
       stored.scope,
+      stored.id,
     );
+    // Revoked meanwhile (a change to the user's factors, RFC 7009): the login is over, no alarm.
+    if (!issued && (await store.refreshTokens.findRefreshToken(stored.tokenHash))?.revokedAt) {
+      throw new ServiceError('invalid_grant', 'the refresh token has been revoked; log in again');
+    }
     // The conditional update settles races: of several requests with one token, one spends it.
-    if (!(await store.refreshTokens.spendRefreshToken(stored.id, now))) throw await reuse();
+    if (!issued || !(await store.refreshTokens.spendRefreshToken(stored.id, now))) throw await reuse();
     return issued;
   }
 
   /** Revokes every refresh token of the login and refuses its access tokens from now on. */
-  async function revokeLogin(familyId: string, now: Date = clock.now()): Promise<void> {
-    await store.transaction((tx) => sessions.endSession(tx, familyId, now));
+  async function revokeLogin(login: { userId: string; familyId: string }, now: Date = clock.now()): Promise<void> {
+    await store.transaction((tx) => sessions.endSession(tx, login, now));
   }
 
   return { grantWithRefreshToken, revokeLogin };

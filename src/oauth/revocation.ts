@@ -22,7 +22,7 @@ export function createRevocation({ store, accessTokens, refreshGrant, clock }: R
   async function revokeToken(clientId: string, token: string): Promise<void> {
     const refresh = await store.refreshTokens.findRefreshToken(sha256(token));
     if (refresh) {
-      if (refresh.clientId === clientId) await refreshGrant.revokeLogin(refresh.familyId);
+      if (refresh.clientId === clientId) await refreshGrant.revokeLogin(refresh);
       return;
     }
     const access = await accessTokens.verifySignedToken(token).catch((error: unknown) => {

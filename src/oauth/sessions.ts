@@ -6,9 +6,11 @@ import type { Store } from '../store/store.js';
  */
 export function createSessions({ accessTokenTtlSeconds }: { accessTokenTtlSeconds: number }) {
   /** Ends one login. Run it on the store of the transaction that makes the change it follows. */
-  async function endSession(store: Store, sessionId: string, now: Date): Promise<void> {
-    await store.refreshTokens.revokeFamily(sessionId, now);
-    await store.revokedTokens.insertRevokedToken(sessionId, refusedUntil(now));
+  async function endSession(store: Store, login: { userId: string; familyId: string }, now: Date): Promise<void> {
+    // Behind the user's row, which a rotation waits for: the revoking UPDATE cannot miss its token.
+    await store.factors.lockUserMfa(login.userId);
+    await store.refreshTokens.revokeFamily(login.familyId, now);
+    await store.revokedTokens.insertRevokedToken(login.familyId, refusedUntil(now));
   }
 
   /**

@@ -38,13 +38,17 @@ export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSecond
   }
 
   /**
-   * Tokens for a login that goes on (a refresh), in its family. The access token may carry less
-   * than `loginScope`; the new refresh token keeps all of it (RFC 6749 §6).
+   * Tokens for a login that goes on (a refresh), in its family, replacing refresh token
+   * `previousId`; undefined when that one was spent or revoked meanwhile. The access token may
+   * carry less than `loginScope`; the new refresh token keeps all of it (RFC 6749 §6).
    */
-  async function continueLogin(grant: AccessGrant, loginScope: string): Promise<TokenResponse> {
+  async function continueLogin(
+    grant: AccessGrant,
+    loginScope: string,
+    previousId: string,
+  ): Promise<TokenResponse | undefined> {
     const { refreshToken, response } = await mint(grant, loginScope);
-    await store.refreshTokens.insertRefreshToken(refreshToken, clock.now());
-    return response;
+    return (await store.refreshTokens.insertRotatedToken(refreshToken, clock.now(), previousId)) ? response : undefined;
   }
 
   /**

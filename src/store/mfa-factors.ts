@@ -58,7 +58,8 @@ export async function replacePendingFactor(
 /**
  * Locks the user's MFA state for the rest of the transaction (a no-op update: PostgreSQL holds the
  * row until commit, SQLite the whole database) and returns when MFA was turned on, or undefined
- * while it is off. Factor changes run behind it, so two of them cannot both think they are first.
+ * while it is off. Factor changes run behind it, so two of them cannot both think they are first,
+ * and so does whatever ends logins (a rotation waits for it: store/refresh-tokens.ts).
  */
 export async function lockUserMfa(db: Executor, userId: string): Promise<{ mfaEnabledAt?: Date } | undefined> {
   const row = await db

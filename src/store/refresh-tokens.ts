@@ -1,5 +1,5 @@
-import { PostgresAdapter } from 'kysely';
-import type { Executor } from './database.js';
+import { PostgresAdapter, type SelectQueryBuilder } from 'kysely';
+import type { Database, Executor } from './database.js';
 
 export interface RefreshToken {
   id: string;
@@ -13,32 +13,56 @@ export interface RefreshToken {
   expiresAt: Date;
 }
 
-/** Stores a refresh token of a login that has its family already (a rotation). */
-export async function insertRefreshToken(db: Executor, token: RefreshToken, now: Date): Promise<void> {
-  await db.insertInto('refresh_token').values(rowOf(token, now)).execute();
-}
-
 /**
  * Stores the first refresh token of a new login, unless every login of the user was ended since
- * the user was read at `sessionGeneration` (CONTRACT §14); false then. On PostgreSQL the user's row
- * is read `for share`: a change still in flight holds it, so the insert waits for the change and
- * sees its generation, or goes first and is ended by it.
+ * the user was read at `sessionGeneration` (CONTRACT §14); false then.
  */
-export async function startRefreshFamily(
+export function startRefreshFamily(
   db: Executor,
   token: RefreshToken,
   now: Date,
   sessionGeneration: number,
 ): Promise<boolean> {
+  return insertBehindUser(db, token, now, (user) => user.where('user.session_generation', '=', sessionGeneration));
+}
+
+/**
+ * Stores the token that replaces `previousId` in its login (a rotation), unless that one was spent
+ * or revoked first; false then.
+ */
+export function insertRotatedToken(db: Executor, token: RefreshToken, now: Date, previousId: string): Promise<boolean> {
+  return insertBehindUser(db, token, now, (user) =>
+    user
+      .innerJoin('refresh_token as previous', 'previous.user_id', 'user.id')
+      .where('previous.id', '=', previousId)
+      .where('previous.used_at', 'is', null)
+      .where('previous.revoked_at', 'is', null),
+  );
+}
+
+type UserRow = SelectQueryBuilder<Database, 'user', object>;
+
+/**
+ * Inserts the token if `condition` holds of its user's row. On PostgreSQL the rows read are locked
+ * `for share`. Whatever ends logins (a factor change, a revocation, a reuse) holds the user's row
+ * from its start to its commit (lockUserMfa), so the insert waits for it and sees what it did, or
+ * commits first and is ended by it: an UPDATE ending logins cannot miss a token stored meanwhile,
+ * which it would under READ COMMITTED.
+ */
+async function insertBehindUser(
+  db: Executor,
+  token: RefreshToken,
+  now: Date,
+  // The condition may join further tables: any of them.
+  condition: (user: UserRow) => SelectQueryBuilder<Database, any, object>,
+): Promise<boolean> {
   const row = rowOf(token, now);
   const columns = Object.keys(row) as (keyof typeof row)[];
-  let user = db
-    .selectFrom('user')
-    .select((eb) => columns.map((column) => eb.val(row[column]).as(column)))
-    .where('id', '=', token.userId)
-    .where('session_generation', '=', sessionGeneration);
-  if (db.getExecutor().adapter instanceof PostgresAdapter) user = user.forShare();
-  const inserted = await db.insertInto('refresh_token').columns(columns).expression(user).executeTakeFirst();
+  let source = condition(db.selectFrom('user').where('user.id', '=', token.userId)).select((eb) =>
+    columns.map((column) => eb.val(row[column]).as(column)),
+  );
+  if (db.getExecutor().adapter instanceof PostgresAdapter) source = source.forShare();
+  const inserted = await db.insertInto('refresh_token').columns(columns).expression(source).executeTakeFirst();
   return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
 }
 

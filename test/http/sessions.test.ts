@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { decodeJwt } from 'jose';
 import pg from 'pg';
 import { onPostgres } from '../support/postgres.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
@@ -44,11 +45,23 @@ async function isAlive(login: Login): Promise<boolean> {
   return status === 200;
 }
 
+/** The statement ending a user's logins, waiting for a row lock. */
+const REVOCATION_WAITERS = `select pid from pg_stat_activity
+  where wait_event_type = 'Lock' and query like 'update "refresh_token" set "revoked_at"%'`;
+/** A refresh waiting for the user's row (the change holds it). */
+const USER_ROW_WAITERS = `select pid from pg_stat_activity
+  where wait_event_type = 'Lock' and query like 'insert into "refresh_token"%'`;
+
 /** Sessions waiting for a lock on signing_key. */
 const LOCK_WAITERS = `select pid from pg_locks where not granted and relation = 'signing_key'::regclass`;
 
-async function until(condition: () => Promise<boolean>): Promise<void> {
-  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10));
+/** Waits for `condition`, failing after 10 s. */
+async function until(condition: () => Promise<boolean>, what = 'the awaited state'): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await condition())) {
+    assert.ok(Date.now() < deadline, `${what} was not reached in 10 s`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 async function strongLogin(username: string, phone: string): Promise<Login> {
@@ -179,6 +192,55 @@ describe('sessions that end (CONTRACT §14)', () => {
       await locker.end();
     }
     assert.deepEqual(await expectStatus(service.login(name, PASSWORD), 200), { mfa_required: true, mfa_type: 'sms' });
+  });
+
+  test('a refresh while MFA is turned on cannot carry a login past it', {
+    skip: !onPostgres && 'PostgreSQL: a lock holds the change midway',
+  }, async () => {
+    const name = freshName();
+    await service.createUser(name, PASSWORD);
+    const owner = await logIn(name);
+    const held = await logIn(name); // a login whose row a lock holds, so that the change waits midway
+    const other = await logIn(name); // a login made before MFA, refreshed during the change
+    const phone = nextPhone();
+    await expectStatus(
+      service.call('/mfa/sms/request/', { method: 'PUT', token: owner.access, body: { phone_number: phone } }),
+      200,
+    );
+    const locker = new pg.Client({ connectionString: service.config.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('begin');
+      await locker.query('select id from refresh_token where family_id = $1 for update', [decodeJwt(held.access).sid]);
+      const change = service.call('/mfa/sms/verify/', {
+        method: 'PUT',
+        token: owner.access,
+        body: { mfa_code: service.twilio.lastCodeFor(`+${phone}`) },
+      });
+      // The change's revoking statement has its snapshot and waits on the held row.
+      // Watched from outside the locker's transaction, which sees the activity view as it first read it.
+      const waiting = (query: string) => async () => {
+        const watcher = new pg.Client({ connectionString: service.config.databaseUrl });
+        await watcher.connect();
+        try {
+          return (await watcher.query(query)).rows.length > 0;
+        } finally {
+          await watcher.end();
+        }
+      };
+      await until(waiting(REVOCATION_WAITERS), 'the change waiting in its revoking statement');
+      const refreshing = refresh(other.refresh);
+      await until(waiting(USER_ROW_WAITERS), "the refresh waiting for the user's row");
+      await locker.query('commit');
+      await expectStatus(change, 200);
+      const refused = await expectStatus(refreshing, 400);
+      assert.equal(refused.error, 'invalid_grant');
+      assert.match(refused.error_description, /revoked; log in again/, 'ended by the change, not taken for a reuse');
+    } finally {
+      await locker.end();
+    }
+    assert.equal(await isAlive(other), false);
+    assert.equal(await isAlive(owner), true);
   });
 
   test('refresh tokens past their end are deleted within the hour: a later use is refused as unknown', async () => {
