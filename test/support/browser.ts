@@ -25,8 +25,10 @@ const LAUNCH_ARGS = [
 /** Installs Debian's chromium package when it is missing, so a fresh machine runs these tests too. */
 export function ensureChromium(): void {
   if (existsSync(CHROMIUM)) return;
+  // Both browser test files may get here at once: the second apt-get waits for the first's lock
+  // (then finds chromium installed) instead of failing on it.
   const apt = (...args: string[]) =>
-    spawnSync('apt-get', args, {
+    spawnSync('apt-get', ['-o', 'DPkg::Lock::Timeout=600', ...args], {
       encoding: 'utf8',
       maxBuffer: 64 * 1024 * 1024,
       env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
