@@ -52,14 +52,18 @@ export interface LoginChallengeDeps {
  */
 export function createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock }: LoginChallengeDeps) {
   /**
-   * Throws `invalid_request` for an `mfa_type` the user has not enrolled or `acr_values` the user
-   * cannot meet, `mfa_throttled` past the guess budget, `invalid_grant` for a wrong proof.
+   * Decides on the user's verified `factors`, as read with the user. Throws `invalid_request` for
+   * an `mfa_type` the user has not enrolled or `acr_values` the user cannot meet, `mfa_throttled`
+   * past the guess budget, `invalid_grant` for a wrong proof.
    */
-  async function decide(user: LoginUser, step: SecondStep, context: RequestContext): Promise<LoginDecision> {
-    const verified = (await store.factors.listFactors(user.id)).filter((factor) => factor.status === 'verified');
+  async function decide(
+    user: LoginUser & { factors: Factor[] },
+    step: SecondStep,
+    context: RequestContext,
+  ): Promise<LoginDecision> {
     const byType = new Map<FactorType, Factor[]>();
     for (const type of FACTOR_TYPES) {
-      const ofType = verified.filter((factor) => factor.type === type);
+      const ofType = user.factors.filter((factor) => factor.type === type);
       if (ofType.length > 0) byType.set(type, ofType);
     }
     const enrolled = [...byType.keys()];
@@ -128,7 +132,7 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
       throw new ServiceError('invalid_grant', `${proof.field}: ${reason?.refused ?? 'the proof is wrong'}`);
     }
 
-    const byDefault = toFactorType((verified.find((factor) => factor.isDefault) ?? verified[0])?.type);
+    const byDefault = toFactorType((user.factors.find((factor) => factor.isDefault) ?? user.factors[0])?.type);
     const chosen = asked ?? (usable.includes(byDefault) ? byDefault : toFactorType(usable[0]));
     const challenge = await factors[chosen].challenge(user, byType.get(chosen) ?? [], context);
     await audit.record('login', 'mfa_required', { userId: user.id, context, detail: { factor_type: chosen } });

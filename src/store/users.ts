@@ -1,5 +1,6 @@
 import { type Selectable, sql } from 'kysely';
-import type { Executor, UserTable } from './database.js';
+import type { Executor, MfaFactorTable } from './database.js';
+import { FACTOR_COLUMNS, type Factor, toFactor } from './factor-record.js';
 
 export interface User {
   id: string;
@@ -9,10 +10,12 @@ export interface User {
   passwordHash: string;
 }
 
-/** A user as a login reads it. */
+/** A user as a login reads it: with their verified second factors, read in the same statement. */
 export interface StoredUser extends User {
   /** Moves on each time every login of the user ends (`endLoginsInFlight`). */
   sessionGeneration: number;
+  /** The verified second factors, oldest first. */
+  factors: Factor[];
 }
 
 /** Inserts the user; returns false when the username (as folded, or as spelt) is taken. */
@@ -43,31 +46,62 @@ export async function findUserByUsername(
 ): Promise<StoredUser | undefined> {
   // PostgreSQL text cannot hold NUL and refuses to compare with it; no row has one on either dialect.
   if (username.includes('\0')) return undefined;
-  const row = await db
-    .selectFrom('user')
-    .select(USER_COLUMNS)
-    .where((eb) => eb.or([eb('username_key', '=', usernameKey), eb('username', '=', username)]))
-    .orderBy(sql`case when username = ${username} then 0 else 1 end`)
-    .executeTakeFirst();
-  return row && toUser(row);
+  const rows = await withVerifiedFactors(db)
+    .where((eb) => eb.or([eb('user.username_key', '=', usernameKey), eb('user.username', '=', username)]))
+    .orderBy(sql`case when ${sql.ref('user.username')} = ${username} then 0 else 1 end`)
+    .orderBy('mfa_factor.created_at')
+    .orderBy('mfa_factor.id')
+    .execute();
+  return toUser(rows);
 }
 
 /** The user with this id, or undefined. */
 export async function findUserById(db: Executor, id: string): Promise<StoredUser | undefined> {
   if (id.includes('\0')) return undefined; // as in findUserByUsername
-  const row = await db.selectFrom('user').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
-  return row && toUser(row);
+  const rows = await withVerifiedFactors(db)
+    .where('user.id', '=', id)
+    .orderBy('mfa_factor.created_at')
+    .orderBy('mfa_factor.id')
+    .execute();
+  return toUser(rows);
 }
 
 const USER_COLUMNS = ['id', 'username', 'username_key', 'password_hash', 'session_generation'] as const;
 
-function toUser(row: Pick<Selectable<UserTable>, (typeof USER_COLUMNS)[number]>): StoredUser {
+/**
+ * The user's columns beside each verified factor's (`factor_`-prefixed; null for a user with none):
+ * a login reads both, and one statement is one round trip to PostgreSQL instead of two.
+ */
+function withVerifiedFactors(db: Executor) {
+  return db
+    .selectFrom('user')
+    .leftJoin('mfa_factor', (join) =>
+      join.onRef('mfa_factor.user_id', '=', 'user.id').on('mfa_factor.status', '=', 'verified'),
+    )
+    .select(USER_COLUMNS.map((column) => `user.${column}` as const))
+    .select(FACTOR_COLUMNS.map((column) => `mfa_factor.${column} as factor_${column}` as const));
+}
+
+type UserRow = Awaited<ReturnType<ReturnType<typeof withVerifiedFactors>['execute']>>[number];
+
+/** The first row's user, with the factors of the rows that are that user's. */
+function toUser(rows: UserRow[]): StoredUser | undefined {
+  const [first] = rows;
+  if (!first) return undefined;
+  const factors: Factor[] = [];
+  for (const row of rows) {
+    if (row.id !== first.id || row.factor_id === null) continue;
+    // A joined factor's row: its NOT NULL columns hold values.
+    const factor = Object.fromEntries(FACTOR_COLUMNS.map((column) => [column, row[`factor_${column}`]]));
+    factors.push(toFactor(factor as Selectable<MfaFactorTable>));
+  }
   return {
-    id: row.id,
-    username: row.username,
-    usernameKey: row.username_key,
-    passwordHash: row.password_hash,
-    sessionGeneration: row.session_generation,
+    id: first.id,
+    username: first.username,
+    usernameKey: first.username_key,
+    passwordHash: first.password_hash,
+    sessionGeneration: first.session_generation,
+    factors,
   };
 }
 
