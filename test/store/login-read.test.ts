@@ -32,8 +32,9 @@ async function enrol(userId: string, id: string, type: string, minute: number, {
 
 test('the user comes with their verified factors only, oldest first, by username and by id', async () => {
   await newUser('alice');
-  await enrol('alice', 'alice-totp', 'totp', 2);
-  await enrol('alice', 'alice-sms', 'sms', 0);
+  // Oldest first is not the order of type names (the index on user_id, type would give that).
+  await enrol('alice', 'alice-sms', 'sms', 2);
+  await enrol('alice', 'alice-totp', 'totp', 0);
   await enrol('alice', 'alice-webauthn', 'webauthn', 1, { pending: true });
   await newUser('bob');
   await enrol('bob', 'bob-sms', 'sms', 0);
@@ -44,11 +45,11 @@ test('the user comes with their verified factors only, oldest first, by username
     assert.deepEqual(
       alice?.factors.map((factor) => [factor.id, factor.type, factor.status, factor.isDefault]),
       [
-        ['alice-sms', 'sms', 'verified', true],
-        ['alice-totp', 'totp', 'verified', false],
+        ['alice-totp', 'totp', 'verified', true],
+        ['alice-sms', 'sms', 'verified', false],
       ],
     );
-    assert.equal(alice?.factors[0]?.phoneNumber, '14155550100');
+    assert.equal(alice?.factors[1]?.phoneNumber, '14155550100');
     assert.deepEqual(alice?.factors[0]?.createdAt, NOW);
   }
 });
