@@ -273,13 +273,14 @@ function forgeryOf(accessToken: string): () => string {
 interface RunFigures {
   dialect: Dialect;
   readyMs: number;
-  /** The service's peak memory in each phase: start and the plain users, the users enrolling SMS, (a) and (f), (e) and (b), (c). */
+  /** The service's peak memory in each phase: start and the plain users, the users enrolling SMS, (a) and (f), (e) and (b), (g), (c). */
   phasePeakMemoryMb: Record<string, number>;
   /** The launcher's, when the service was relaunched under it (Node 20). */
   launcherPeakMemoryMb: number;
   a_mfaStatus: Figures;
   f_forgedToken: Figures;
   b_passwordGrant: Figures;
+  g_refreshGrant: Figures;
   c_smsLogins: { loginsPerSecond: number; p50Ms: number; p99Ms: number; errors: number };
   d_bareNodeHttp: [Figures, Figures];
   e_rawArgon2PerSecond: [number, number];
@@ -433,6 +434,36 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     const argon2After = await rawArgon2();
 
     memory.phaseEnded('b');
+    console.log('  (g) refresh grant …');
+    // Each request spends one refresh token and puts the one it gets back in the pool: no token is
+    // presented twice (that would be reuse, and end the login). Two per connection: autocannon
+    // may build a connection's first request twice.
+    const refreshTokens: string[] = [];
+    for (let index = 0; index < CONNECTIONS * 2; index += 1) {
+      refreshTokens.push((await token(plain[index % plain.length] ?? '')).refresh_token);
+    }
+    const refreshGrant = await cannon(
+      pid,
+      {
+        url: `${base}/mfa/oauth2/token/`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        requests: [
+          {
+            setupRequest: (request) => ({
+              ...request,
+              body: JSON.stringify({ grant_type: 'refresh_token', refresh_token: refreshTokens.shift() }),
+            }),
+            onResponse: (status, body) => {
+              if (status === 200) refreshTokens.push(JSON.parse(body).refresh_token);
+            },
+          },
+        ],
+      },
+      { dialect },
+    );
+
+    memory.phaseEnded('g');
     console.log('  (c) complete SMS MFA logins …');
     let taken = 0;
     let completed = 0;
@@ -473,6 +504,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
       a_mfaStatus: mfaStatus,
       f_forgedToken: forged,
       b_passwordGrant: passwordGrant,
+      g_refreshGrant: refreshGrant,
       c_smsLogins: {
         loginsPerSecond: Math.round((completed / smsSeconds) * 10) / 10,
         p50Ms: percentile(0.5),
@@ -526,6 +558,7 @@ function summarise(dialect: Dialect, results: RunFigures[]) {
     a_mfaStatus: of((run) => run.a_mfaStatus),
     f_forgedToken: of((run) => run.f_forgedToken),
     b_passwordGrant: of((run) => run.b_passwordGrant),
+    g_refreshGrant: of((run) => run.g_refreshGrant),
     c_smsLoginsPerSecond: med((run) => run.c_smsLogins.loginsPerSecond, 1),
     c_smsLoginsErrors: med((run) => run.c_smsLogins.errors),
     d_bareNodeHttp: {
@@ -604,7 +637,9 @@ async function main() {
           `d ${figures.d_bareNodeHttp.map((bare) => bare.requestsPerSecond).join('/')}/s ${bareCpu} µs; ` +
           `f ${figures.f_forgedToken.cpuMicrosPerRequest} µs; b ${figures.b_passwordGrant.requestsPerSecond}/s ` +
           `${figures.b_passwordGrant.cpuMicrosPerRequest} µs${dialect === 'postgres' ? ` + PostgreSQL ${figures.b_passwordGrant.postgresCpuMicrosPerRequest ?? 'n/a'} µs` : ''}; ` +
-          `e ${figures.e_rawArgon2PerSecond.join('/')}/s; c ${figures.c_smsLogins.loginsPerSecond}/s; ` +
+          `e ${figures.e_rawArgon2PerSecond.join('/')}/s; g ${figures.g_refreshGrant.requestsPerSecond}/s ` +
+          `${figures.g_refreshGrant.cpuMicrosPerRequest} µs${dialect === 'postgres' ? ` + PostgreSQL ${figures.g_refreshGrant.postgresCpuMicrosPerRequest ?? 'n/a'} µs` : ''}; ` +
+          `c ${figures.c_smsLogins.loginsPerSecond}/s; ` +
           `ready ${figures.readyMs} ms; peak ${peakMemoryMbOfRun(figures)} MB (` +
           `${Object.entries(figures.phasePeakMemoryMb)
             .map(([phase, mb]) => `${phase} ${mb}`)
@@ -639,6 +674,7 @@ async function main() {
       '(a) GET /mfa/': row(summary.a_mfaStatus),
       '(f) GET /mfa/, forged token (401)': row(summary.f_forgedToken),
       '(b) password grant': row(summary.b_passwordGrant),
+      '(g) refresh grant': row(summary.g_refreshGrant),
       '(c) SMS MFA logins': row({ requestsPerSecond: summary.c_smsLoginsPerSecond, errors: summary.c_smsLoginsErrors }),
       '(d) bare node:http': row(summary.d_bareNodeHttp),
       '(e) raw Argon2id (@node-rs/argon2)': row({ requestsPerSecond: summary.e_rawArgon2PerSecond }),
