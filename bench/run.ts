@@ -467,8 +467,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
 
     memory.phaseEnded('c');
 
-    // Last, so that every earlier figure is measured as before (g) was added: run before (c), the
-    // refreshes raised (c)'s peak memory on SQLite (docs/PERFORMANCE.md).
+    // Last, so that every earlier figure is measured as before (g) was added.
     console.log('  (g) refresh grant …');
     // Each request spends one refresh token and puts the one it gets back in the pool: no token is
     // presented twice (that would be reuse, and end the login). Two per connection: autocannon

@@ -305,6 +305,10 @@ export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POO
     connection.pragma('busy_timeout = 5000');
     connection.pragma('synchronous = NORMAL');
     connection.pragma('foreign_keys = ON');
+    // SQLite's own default page cache (2 MB). better-sqlite3 builds SQLite with 16 MB, which a
+    // database larger than that fills under load and keeps: 14 MB more resident memory for pages
+    // the operating system's file cache holds anyway (docs/PERFORMANCE.md).
+    connection.pragma('cache_size = -2000');
     const db = new Kysely<Database>({
       dialect: new LockingSqliteDialect({ database: withStatementCache(connection) }),
     });
