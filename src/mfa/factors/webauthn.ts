@@ -155,7 +155,8 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
     await enrolment.requireRoomFor(factor, login);
     const user = await store.users.findUserById(login.userId);
     if (!user) throw new ServiceError('invalid_token', 'the user of this access token no longer exists');
-    const existing = (await enrolment.listFactors(login.userId)).filter((other) => other.type === 'webauthn');
+    // The user comes with their verified factors (store/users.ts): no second read for the passkeys.
+    const existing = user.factors.filter((other) => other.type === 'webauthn');
     const options = await generateRegistrationOptions({
       rpName: settings.rpName,
       rpID: settings.rpId,
