@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt } from 'jose';
 import * as OTPAuth from 'otpauth';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+import { messagesTo } from '../support/sms-calls.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -70,13 +71,9 @@ async function eventTypes(userId: string): Promise<string[]> {
   return events.map((event: { type: string }) => event.type);
 }
 
-function messagesTo(phone: string): number {
-  return service.twilio.messages.filter((sent) => sent.to === `+${phone}`).length;
-}
-
 /** Resolves once the fake Twilio has taken `count` messages to `phone` (digits); throws after 5 s. */
 async function messagesReached(phone: string, count: number): Promise<void> {
-  for (const started = Date.now(); messagesTo(phone) < count; await sleep(5)) {
+  for (const started = Date.now(); messagesTo(service, phone).length < count; await sleep(5)) {
     if (Date.now() - started > 5000) throw new Error(`no message ${count} to +${phone}`);
   }
 }
@@ -147,7 +144,7 @@ describe('removing factors while other changes run (CONTRACT §10)', () => {
     const refused = await expectStatus(service.login(user.username, PASSWORD, { mfa_code: codeOnOldPhone }), 400);
     assert.equal(refused.error, 'invalid_grant');
     await expectStatus(service.login(user.username, PASSWORD, { mfa_type: 'sms' }), 200);
-    assert.equal(messagesTo(newPhone), 2, 'the enrolment’s code, then the login’s');
+    assert.equal(messagesTo(service, newPhone).length, 2, 'the enrolment’s code, then the login’s');
     const tokens = await expectStatus(
       service.login(user.username, PASSWORD, { mfa_code: service.twilio.lastCodeFor(`+${newPhone}`) }),
       200,
@@ -157,7 +154,7 @@ describe('removing factors while other changes run (CONTRACT §10)', () => {
 
   test('a login SMS still at the provider when its number is removed never logs in once a new number is enrolled', async () => {
     const user = await smsAndTotpUser();
-    const sent = messagesTo(user.phone);
+    const sent = messagesTo(service, user.phone).length;
     service.twilio.behave('hang');
     try {
       const [login] = await Promise.all([
