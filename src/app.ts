@@ -161,7 +161,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const introspection = createIntrospection({ store, accessTokens, clock, issuer: config.issuer });
   const clients = createClients({ store, clock });
   const removal = createMfaRemoval({ store, sessions, audit, clock });
-  const stepUp = createStepUp({ store, clock });
+  const stepUp = createStepUp({ store, clock, maxAgeSeconds: config.stepUpMaxAgeSeconds });
   const enrolment = createEnrolment({ store, sessions, removal, stepUp, audit, clock });
   const backupCodes = createBackupCodes({ store, stepUp, clock, codeKey, audit });
   const limiter = createAttemptLimiter({ store, clock });
@@ -178,6 +178,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   });
   const totp = createTotpFactor({
     store,
+    guesses,
     metrics,
     enrolment,
     audit,

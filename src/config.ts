@@ -25,6 +25,16 @@ export type VonageConfig = {
   timeoutMs: number;
 };
 
+/** WEBAUTHN_USER_VERIFICATION: whether a passkey used as a second factor must verify its user (PIN, biometrics). */
+export type UserVerification = 'preferred' | 'required';
+
+export interface WebauthnConfig {
+  rpId: string;
+  rpName: string;
+  origins: readonly string[];
+  userVerification: UserVerification;
+}
+
 export type SmsProviderConfig = { kind: 'console' } | TwilioConfig;
 /** CONTRACT §15: the provider that takes over when the primary fails or is silent. */
 export type SmsFallbackConfig = TwilioConfig | VonageConfig;
@@ -51,8 +61,10 @@ export interface Config {
   secretKey?: string;
   /** Security events older than this are deleted. */
   auditRetentionDays: number;
-  /** CONTRACT §12: the relying party passkeys are made for, and the origins allowed to use them. */
-  webauthn: { rpId: string; rpName: string; origins: readonly string[] };
+  /** CONTRACT §14: how old a login may be for a sensitive call, or to start turning MFA on (STEP_UP_MAX_AGE). */
+  stepUpMaxAgeSeconds: number;
+  /** CONTRACT §12, §19: the relying party passkeys are made for, and the origins allowed to use them. */
+  webauthn: WebauthnConfig;
   isProduction: boolean;
   logLevel: string;
   /**
@@ -174,6 +186,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     smsLimits: loadSmsLimits(value, integer),
     secretKey,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', 90, 1, 36_500),
+    stepUpMaxAgeSeconds: integer('STEP_UP_MAX_AGE', 600, 30, 86_400),
     webauthn: loadWebauthn(value, issuer, serviceName),
     isProduction,
     logLevel,
@@ -249,7 +262,7 @@ function httpUrl(value: Reader, name: string, fallback: string): string {
   return url;
 }
 
-function loadWebauthn(value: (name: string) => string | undefined, issuer: string, serviceName: string) {
+function loadWebauthn(value: Reader, issuer: string, serviceName: string): WebauthnConfig {
   const issuerUrl = new URL(issuer);
   const configuredRpId = value('WEBAUTHN_RP_ID');
   if (configuredRpId !== undefined && !/^[a-z0-9.-]+$/i.test(configuredRpId)) {
@@ -267,7 +280,11 @@ function loadWebauthn(value: (name: string) => string | undefined, issuer: strin
       );
     }
   }
-  return { rpId, rpName: value('WEBAUTHN_RP_NAME') ?? serviceName, origins };
+  const userVerification = value('WEBAUTHN_USER_VERIFICATION') ?? 'preferred';
+  if (userVerification !== 'preferred' && userVerification !== 'required') {
+    throw new ConfigError(`WEBAUTHN_USER_VERIFICATION must be preferred or required, got "${userVerification}"`);
+  }
+  return { rpId, rpName: value('WEBAUTHN_RP_NAME') ?? serviceName, origins, userVerification };
 }
 
 function loadSmsLimits(

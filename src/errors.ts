@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'mfa_required'
   | 'login_throttled'
   | 'mfa_throttled'
+  | 'attempts_in_flight'
   // MFA state and codes
   | 'invalid_mfa_code'
   | 'invalid_credential'

@@ -23,6 +23,7 @@ const STATUS: Record<ErrorCode, number> = {
   mfa_required: 403,
   login_throttled: 429,
   mfa_throttled: 429,
+  attempts_in_flight: 429,
   invalid_mfa_code: 400,
   invalid_credential: 400,
   mfa_already_enabled: 409,
@@ -163,8 +164,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
       if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
       if (error.code === 'invalid_token' || error.code === 'insufficient_user_authentication') {
         // RFC 9470 §3: a step-up challenge says what would satisfy the call.
-        const stepUp =
-          error instanceof StepUpRequired ? `, acr_values="${error.acrValues}", max_age=${error.maxAgeSeconds}` : '';
+        const acrValues = error instanceof StepUpRequired && error.acrValues ? `, acr_values="${error.acrValues}"` : '';
+        const stepUp = error instanceof StepUpRequired ? `${acrValues}, max_age=${error.maxAgeSeconds}` : '';
         reply.header(
           'www-authenticate',
           `Bearer realm="mfa", error="${error.code}", error_description="${error.description}"${stepUp}`,

@@ -1,4 +1,5 @@
 import { type Clock, onceAnHour } from '../clock.js';
+import { ServiceError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import type { AttemptRule } from '../store/throttle.js';
 
@@ -35,6 +36,16 @@ export type Reservation =
  */
 const FORGET_AFTER_SECONDS = 2 * 86_400;
 
+/** Attempts counted longer ago than this and still not settled are taken for abandoned (their node stopped). */
+const IN_FLIGHT_SECONDS = 30;
+/**
+ * How long an attempt waits, at most, for the attempts in flight before it to be settled; past it
+ * the answer is 429 `attempts_in_flight`. A waiting attempt asks again when an attempt of its scope
+ * settles on this node, and at the latest after POLL_MS (attempts settled by other nodes).
+ */
+const WAIT_FOR_IN_FLIGHT_MS = 20_000;
+const POLL_MS = 250;
+
 class Refused extends Error {
   constructor(readonly scope: string) {
     super(`attempt refused for ${scope}`);
@@ -44,26 +55,73 @@ class Refused extends Error {
 /**
  * Counts an attempt before it is judged (a password, a code), in every scope it belongs to at
  * once: the attempt is let through only if each scope has one left, so attempts racing each
- * other cannot all be judged before any is counted. A right attempt gives its count back.
+ * other cannot all be judged before any is counted. Each reserved attempt is then settled: a
+ * right one gives its count back, a wrong one leaves it. A scope that has no attempt left only
+ * because others are still being judged is waited for, not refused: those may all be right (many
+ * people behind one address log in at once), and only failures may refuse anyone.
  */
 export function createAttemptLimiter({ store, clock }: { store: Store; clock: Clock }) {
   const pruneDue = onceAnHour();
+  const inFlightSince = () => new Date(clock.now().getTime() - IN_FLIGHT_SECONDS * 1000);
+  /** This node's waiting attempts, by the scope they wait for, oldest first. */
+  const waiting = new Map<string, (() => void)[]>();
 
-  /** Reserves one attempt in every scope, or in none. */
+  /** Resolves when an attempt of `scope` settles here (the oldest waiter first), or after `ms`. */
+  function waitForSettlement(scope: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const queue = waiting.get(scope) ?? [];
+      waiting.set(scope, queue);
+      const timer = setTimeout(() => {
+        const index = queue.indexOf(wake);
+        if (index >= 0) queue.splice(index, 1);
+        if (queue.length === 0) waiting.delete(scope);
+        resolve();
+      }, ms);
+      function wake() {
+        clearTimeout(timer);
+        resolve();
+      }
+      queue.push(wake);
+    });
+  }
+
+  /** An attempt settled: the oldest attempt waiting for each of its scopes asks again now. */
+  function wakeNext(scopes: LimitedScope[]): void {
+    for (const { scope } of scopes) {
+      const queue = waiting.get(scope);
+      queue?.shift()?.();
+      if (queue?.length === 0) waiting.delete(scope);
+    }
+  }
+
+  /** Reserves one attempt in every scope, or in none; waits while attempts in flight may free one. */
   async function reserve(scopes: LimitedScope[]): Promise<Reservation> {
     const now = clock.now();
     if (pruneDue(now)) await store.throttle.deleteAttemptsBefore(new Date(now.getTime() - FORGET_AFTER_SECONDS * 1000));
+    const waitUntil = performance.now() + WAIT_FOR_IN_FLIGHT_MS;
+    for (;;) {
+      const outcome = await tryReserve(scopes);
+      if (!('busyScope' in outcome)) return outcome;
+      const left = waitUntil - performance.now();
+      if (left <= 0) throw inFlightError();
+      await waitForSettlement(outcome.busyScope, Math.min(left, POLL_MS));
+    }
+  }
+
+  async function tryReserve(scopes: LimitedScope[]): Promise<Reservation | { busyScope: string }> {
+    const now = clock.now();
     const attempts = scopes.map(({ scope, policy }) => ({ scope, rule: ruleFor(policy, now) }));
     try {
       await store.transaction(async (tx) => {
-        const counted = await tx.throttle.reserveAttempts(attempts, now);
+        const counted = await tx.throttle.reserveAttempts(attempts, now, inFlightSince());
         const refused = attempts.find(({ scope }) => !counted.includes(scope));
         if (refused) throw new Refused(refused.scope);
       });
       return { isAllowed: true };
     } catch (error) {
       if (!(error instanceof Refused)) throw error;
-      const noted = await store.throttle.noteRefusal(error.scope, now);
+      const noted = await store.throttle.noteRefusal(error.scope, now, inFlightSince());
+      if (noted?.isBusy) return { busyScope: error.scope };
       const waitMs = (noted?.blockedUntil.getTime() ?? now.getTime()) - now.getTime();
       return {
         isAllowed: false,
@@ -77,15 +135,40 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
   return {
     reserve,
     /**
-     * The attempt was right: every attempt counted in `forget` is forgotten, and `giveBack` (a
-     * budget a success does not restore) gets this one back.
+     * The reserved attempt was right: every failure counted in `forget` is forgotten, and
+     * `giveBack` (a budget a success does not restore) gets this attempt back.
      */
-    attemptWasRight: (forget: string, giveBack?: string) =>
-      store.throttle.settleRightAttempt(clock.now(), forget, giveBack),
+    async attemptWasRight(forget: LimitedScope, giveBack?: LimitedScope): Promise<void> {
+      await store.throttle.settleRightAttempt(
+        clock.now(),
+        inFlightSince(),
+        countedScope(forget),
+        giveBack && countedScope(giveBack),
+      );
+      wakeNext(giveBack ? [forget, giveBack] : [forget]);
+    },
+    /** The reserved attempt was wrong: it stays counted in every scope. */
+    async attemptWasWrong(scopes: LimitedScope[]): Promise<void> {
+      await store.throttle.settleWrongAttempt(scopes.map(({ scope }) => scope));
+      wakeNext(scopes);
+    },
   };
 }
 
 export type AttemptLimiter = ReturnType<typeof createAttemptLimiter>;
+
+function countedScope({ scope, policy }: LimitedScope) {
+  return { scope, free: policy.free };
+}
+
+/** CONTRACT §13: a 429 names what was exceeded; this one is load (attempts being judged), never failures. */
+function inFlightError(): ServiceError {
+  return new ServiceError(
+    'attempts_in_flight',
+    'too many attempts from here are being checked at this moment; try again in a second',
+    1,
+  );
+}
 
 /** The policy worked out for an attempt made `now`: its window and the end of each wait it can earn. */
 function ruleFor(policy: AttemptPolicy, now: Date): AttemptRule {

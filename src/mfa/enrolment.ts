@@ -39,20 +39,22 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
   }
 
   /**
-   * Throws unless the user may start enrolling one more factor of `type`: 409
-   * `too_many_factors` at the type's limit, and (CONTRACT §10) the step-up rule's answer when MFA
-   * is already on, since a new factor is a new way in.
+   * Throws unless the user may add one more factor of `type` now, when an enrolment starts and
+   * again when it finishes (CONTRACT §14: finishing is judged like starting): 409
+   * `too_many_factors` at the type's limit; with MFA on, the step-up rule's 401, since a new factor
+   * is a new way in; with MFA off, the 401 for a login older than STEP_UP_MAX_AGE.
    */
   async function requireRoomFor(type: SecondFactor, login: LoginProof): Promise<void> {
     const verified = await listFactors(login.userId);
     if (isFull(verified, type)) throw tooMany(type);
-    if (verified.length > 0) await stepUp.requireRecentSecondFactor(login);
+    const mfaEnabledAt = verified.length > 0 ? await store.factors.findMfaEnabledAt(login.userId) : undefined;
+    stepUp.judgeEnrolment(login, mfaEnabledAt);
   }
 
   /**
    * Makes the proved pending factor of `type` verified: the user's default if it is their first,
    * MFA on, and (CONTRACT §14) every other login of the user ended, in one transaction. Throws
-   * `requireRoomFor`'s 409 when the type's limit was reached meanwhile.
+   * `requireRoomFor`'s answers when what it judges changed meanwhile.
    */
   async function activate(
     type: SecondFactor,
@@ -64,9 +66,11 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
     const now = clock.now();
     await store.transaction(async (tx) => {
       const state = await tx.factors.lockUserMfa(login.userId);
-      // Enrolments started side by side all passed requireRoomFor: the limit holds only here.
+      // Enrolments started side by side all passed requireRoomFor: the limit holds only here, and so
+      // does the step-up rule, judged on the state this change meets (MFA turned on meanwhile, say).
       const verified = (await tx.factors.listFactors(login.userId)).filter(isVerified);
       if (isFull(verified, type)) throw tooMany(type);
+      stepUp.judgeEnrolment(login, state?.mfaEnabledAt);
       const isFirst = !state?.mfaEnabledAt;
       if (!(await tx.factors.verifyFactor(pending.id, now, { ...settled, isDefault: isFirst }))) {
         throw new ServiceError('invalid_mfa_code', 'this enrolment was replaced or finished meanwhile; start again');

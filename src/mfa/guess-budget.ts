@@ -13,7 +13,10 @@ const DAILY: AttemptPolicy = { free: 50, firstWaitSeconds: 86_400, maxWaitSecond
 
 /** One guess budget per user across every second factor (SMS, TOTP, WebAuthn, backup codes), shared by all nodes. */
 export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter; audit: AuditTrail }) {
-  const scopes = (userId: string) => ({ consecutive: `mfa:${userId}`, daily: `mfa-day:${userId}` });
+  const scopes = (userId: string) => ({
+    consecutive: { scope: `mfa:${userId}`, policy: CONSECUTIVE },
+    daily: { scope: `mfa-day:${userId}`, policy: DAILY },
+  });
 
   /**
    * Counts a second-factor attempt before it is judged; throws 429 `mfa_throttled` (with
@@ -21,10 +24,7 @@ export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter;
    */
   async function reserveGuess(userId: string, context: RequestContext): Promise<void> {
     const { consecutive, daily } = scopes(userId);
-    const reservation = await limiter.reserve([
-      { scope: consecutive, policy: CONSECUTIVE },
-      { scope: daily, policy: DAILY },
-    ]);
+    const reservation = await limiter.reserve([consecutive, daily]);
     if (reservation.isAllowed) return;
     if (reservation.isFirstRefusal) await audit.record('mfa_throttled', 'refused', { userId, context });
     throw new ServiceError(
@@ -40,7 +40,32 @@ export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter;
     await limiter.attemptWasRight(consecutive, daily);
   }
 
-  return { reserveGuess, guessSucceeded };
+  /** The proof was wrong: it stays counted in both budgets. */
+  async function guessFailed(userId: string): Promise<void> {
+    const { consecutive, daily } = scopes(userId);
+    await limiter.attemptWasWrong([consecutive, daily]);
+  }
+
+  /**
+   * Runs `judge` as one counted guess: reserved first (429 past the budget), then settled by what
+   * `judge` answers, right (true) or wrong (false or a throw).
+   */
+  async function judgeGuess<T>(
+    userId: string,
+    context: RequestContext,
+    judge: () => Promise<T | false>,
+  ): Promise<T | false> {
+    await reserveGuess(userId, context);
+    let verdict: T | false = false;
+    try {
+      verdict = await judge();
+      return verdict;
+    } finally {
+      await (verdict === false ? guessFailed(userId) : guessSucceeded(userId));
+    }
+  }
+
+  return { judgeGuess };
 }
 
 export type GuessBudget = ReturnType<typeof createGuessBudget>;

@@ -97,11 +97,11 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
           `a backup code reaches aal2, not ${required}: use ${usable.join(', ')}`,
         );
       }
-      await guesses.reserveGuess(user.id, context);
-      if (!(await backupCodes.spendBackupCode(user.id, step.backupCode, context))) {
-        throw new ServiceError('invalid_grant', 'backup_code: the code is wrong or already used');
-      }
-      await guesses.guessSucceeded(user.id);
+      const backupCode = step.backupCode;
+      const isSpent = await guesses.judgeGuess(user.id, context, () =>
+        backupCodes.spendBackupCode(user.id, backupCode, context),
+      );
+      if (!isSpent) throw new ServiceError('invalid_grant', 'backup_code: the code is wrong or already used');
       return { amr: ['pwd', 'backup'], factorType: 'backup' };
     }
 
@@ -116,20 +116,21 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
           `no enrolled factor that takes ${proof.field} reaches acr ${required}; send the password alone to be told which factor does`,
         );
       }
-      await guesses.reserveGuess(user.id, context);
       const refusals: { refused: string; applies: boolean }[] = [];
-      for (const type of judges) {
-        const factor = factors[type];
-        const result = await factor.check(user, byType.get(type) ?? [], proof.value, context);
-        if ('accepted' in result) {
-          await guesses.guessSucceeded(user.id);
-          await store.factors.markFactorUsed(result.accepted.id, clock.now());
-          return { amr: ['pwd', factor.amr], factorType: type };
+      const accepted = await guesses.judgeGuess(user.id, context, async () => {
+        for (const type of judges) {
+          const result = await factors[type].check(user, byType.get(type) ?? [], proof.value, context);
+          if ('accepted' in result) return { type, factor: result.accepted };
+          refusals.push(result);
         }
-        refusals.push(result);
+        return false;
+      });
+      if (!accepted) {
+        const reason = refusals.find((refusal) => refusal.applies) ?? refusals[0];
+        throw new ServiceError('invalid_grant', `${proof.field}: ${reason?.refused ?? 'the proof is wrong'}`);
       }
-      const reason = refusals.find((refusal) => refusal.applies) ?? refusals[0];
-      throw new ServiceError('invalid_grant', `${proof.field}: ${reason?.refused ?? 'the proof is wrong'}`);
+      await store.factors.markFactorUsed(accepted.factor.id, clock.now());
+      return { amr: ['pwd', factors[accepted.type].amr], factorType: accepted.type };
     }
 
     const byDefault = toFactorType((user.factors.find((factor) => factor.isDefault) ?? user.factors[0])?.type);

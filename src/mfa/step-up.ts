@@ -31,16 +31,18 @@ export function meetsAcr(acr: Acr, required: Acr): boolean {
   return ACR_VALUES.indexOf(acr) >= ACR_VALUES.indexOf(required);
 }
 
-/** What a sensitive call asks of the login (RFC 9470 §3): a second factor, at most this old. */
+/** What a sensitive call asks of the login (RFC 9470 §3): a second factor; the age comes from STEP_UP_MAX_AGE. */
 export const SENSITIVE_ACR: Acr = 'aal2';
-export const SENSITIVE_MAX_AGE_SECONDS = 600;
 
-/** RFC 9470's 401: the login must be stepped up; the handler adds its WWW-Authenticate challenge. */
+/**
+ * RFC 9470's 401: the login must be stepped up; the handler adds its WWW-Authenticate challenge.
+ * `acrValues` is undefined when only freshness is asked (a new password login of any strength).
+ */
 export class StepUpRequired extends ServiceError {
   constructor(
     description: string,
-    readonly acrValues: string = SENSITIVE_ACR,
-    readonly maxAgeSeconds: number = SENSITIVE_MAX_AGE_SECONDS,
+    readonly acrValues: string | undefined,
+    readonly maxAgeSeconds: number,
   ) {
     super('insufficient_user_authentication', description);
   }
@@ -48,30 +50,67 @@ export class StepUpRequired extends ServiceError {
 
 /**
  * The one rule for sensitive calls (CONTRACT §10, §14): turning MFA off, removing a factor,
- * changing the default, adding a factor while MFA is on, reading or regenerating backup codes.
+ * changing the default, adding a factor, reading or regenerating backup codes.
  */
-export function createStepUp({ store, clock }: { store: Store; clock: Clock }) {
+export function createStepUp({ store, clock, maxAgeSeconds }: { store: Store; clock: Clock; maxAgeSeconds: number }) {
   /**
-   * Throws 409 `mfa_not_enabled` while MFA is off, and RFC 9470's 401
-   * `insufficient_user_authentication` unless the login reached aal2 or better since MFA was last
-   * turned on (a token from before re-enabling does not count, whatever its amr says) and at most
-   * 10 minutes ago.
+   * Throws 409 `mfa_not_enabled` while MFA is off, else `judgeSecondFactor`'s 401.
    */
   async function requireRecentSecondFactor(login: LoginProof): Promise<void> {
     const enabledAt = await store.factors.findMfaEnabledAt(login.userId);
     if (!enabledAt) throw new ServiceError('mfa_not_enabled', 'multifactor authentication is not on');
-    if (!meetsAcr(acrOf(login.amr), SENSITIVE_ACR) || login.authTime < Math.floor(enabledAt.getTime() / 1000)) {
-      throw new StepUpRequired('this call needs a login with a second factor; log in again with acr_values=aal2');
+    judgeSecondFactor(login, enabledAt);
+  }
+
+  /**
+   * CONTRACT §14: adding a factor is judged by the state it meets (`mfaEnabledAt`, read when the
+   * call runs, for a request and for a verify alike). With MFA on it is a sensitive call; with MFA
+   * off the login must still be fresh, so that a stolen old token cannot turn MFA on with the
+   * thief's factor. Throws RFC 9470's 401 `insufficient_user_authentication`.
+   */
+  function judgeEnrolment(login: LoginProof, mfaEnabledAt: Date | undefined): void {
+    if (mfaEnabledAt) {
+      judgeSecondFactor(login, mfaEnabledAt);
+      return;
     }
-    const ageSeconds = Math.floor(clock.now().getTime() / 1000) - login.authTime;
-    if (ageSeconds > SENSITIVE_MAX_AGE_SECONDS) {
+    const ageSeconds = ageOf(login);
+    if (ageSeconds > maxAgeSeconds) {
       throw new StepUpRequired(
-        `this call needs a login at most ${SENSITIVE_MAX_AGE_SECONDS} s old (this one is ${ageSeconds} s); log in again with max_age=${SENSITIVE_MAX_AGE_SECONDS}`,
+        `turning multifactor authentication on needs a login at most ${maxAgeSeconds} s old (this one is ${ageSeconds} s); log in again with your password`,
+        undefined,
+        maxAgeSeconds,
       );
     }
   }
 
-  return { requireRecentSecondFactor };
+  /**
+   * Throws RFC 9470's 401 unless the login reached aal2 or better since MFA was last turned on at
+   * `enabledAt` (a token from before re-enabling does not count, whatever its amr says) and at
+   * most STEP_UP_MAX_AGE ago.
+   */
+  function judgeSecondFactor(login: LoginProof, enabledAt: Date): void {
+    if (!meetsAcr(acrOf(login.amr), SENSITIVE_ACR) || login.authTime < Math.floor(enabledAt.getTime() / 1000)) {
+      throw new StepUpRequired(
+        'this call needs a login with a second factor; log in again with acr_values=aal2',
+        SENSITIVE_ACR,
+        maxAgeSeconds,
+      );
+    }
+    const ageSeconds = ageOf(login);
+    if (ageSeconds > maxAgeSeconds) {
+      throw new StepUpRequired(
+        `this call needs a login at most ${maxAgeSeconds} s old (this one is ${ageSeconds} s); log in again with max_age=${maxAgeSeconds}`,
+        SENSITIVE_ACR,
+        maxAgeSeconds,
+      );
+    }
+  }
+
+  function ageOf(login: LoginProof): number {
+    return Math.floor(clock.now().getTime() / 1000) - login.authTime;
+  }
+
+  return { requireRecentSecondFactor, judgeEnrolment };
 }
 
 export type StepUp = ReturnType<typeof createStepUp>;

@@ -3,7 +3,7 @@ import ipaddr from 'ipaddr.js';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { keyedHash } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
-import type { AttemptLimiter, AttemptPolicy } from '../limits/attempt-limiter.js';
+import type { AttemptLimiter, AttemptPolicy, LimitedScope } from '../limits/attempt-limiter.js';
 import { foldUsername } from '../users/accounts.js';
 
 /**
@@ -24,8 +24,8 @@ export interface LoginThrottleDeps {
 
 /** A login attempt counted against its username and address before the password is checked. */
 export interface LoginAttempt {
-  usernameScope: string;
-  addressScope?: string;
+  username: LimitedScope;
+  address?: LimitedScope;
 }
 
 /**
@@ -37,13 +37,15 @@ export function createLoginThrottle({ limiter, audit, throttleKey }: LoginThrott
   /** Counts the attempt; throws 429 `login_throttled` (with Retry-After) while the username or address must wait. */
   async function reserveLogin(username: string, context: RequestContext): Promise<LoginAttempt> {
     const attempt: LoginAttempt = {
-      usernameScope: `user:${keyedHash(throttleKey, 'login-username', foldUsername(username))}`,
-      addressScope: context.clientAddress ? `address:${clientNetwork(context.clientAddress)}` : undefined,
+      username: {
+        scope: `user:${keyedHash(throttleKey, 'login-username', foldUsername(username))}`,
+        policy: POLICIES.username,
+      },
+      address: context.clientAddress
+        ? { scope: `address:${clientNetwork(context.clientAddress)}`, policy: POLICIES.address }
+        : undefined,
     };
-    const reservation = await limiter.reserve([
-      { scope: attempt.usernameScope, policy: POLICIES.username },
-      ...(attempt.addressScope ? [{ scope: attempt.addressScope, policy: POLICIES.address }] : []),
-    ]);
+    const reservation = await limiter.reserve(scopesOf(attempt));
     if (reservation.isAllowed) return attempt;
     // One audit row per block, not one per refused request of a burst.
     if (reservation.isFirstRefusal) {
@@ -64,13 +66,22 @@ export function createLoginThrottle({ limiter, audit, throttleKey }: LoginThrott
    * address gets back the attempt counted for this login (one address, many users).
    */
   async function loginSucceeded(attempt: LoginAttempt): Promise<void> {
-    await limiter.attemptWasRight(attempt.usernameScope, attempt.addressScope);
+    await limiter.attemptWasRight(attempt.username, attempt.address);
   }
 
-  return { reserveLogin, loginSucceeded };
+  /** The password was wrong: the attempt stays counted against the username and the address. */
+  async function loginFailed(attempt: LoginAttempt): Promise<void> {
+    await limiter.attemptWasWrong(scopesOf(attempt));
+  }
+
+  return { reserveLogin, loginSucceeded, loginFailed };
 }
 
 export type LoginThrottle = ReturnType<typeof createLoginThrottle>;
+
+function scopesOf(attempt: LoginAttempt): LimitedScope[] {
+  return attempt.address ? [attempt.username, attempt.address] : [attempt.username];
+}
 
 /**
  * What one client controls: an IPv4 address, or the /64 of an IPv6 one (a single host is usually

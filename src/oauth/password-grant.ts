@@ -103,7 +103,11 @@ export function createPasswordGrant({
       const attempt = await throttle.reserveLogin(request.username, context);
       const user = await store.users.findUserByUsername(request.username, foldUsername(request.username));
       // Unknown users are verified against a decoy hash: same answer, about the same time.
-      if (!(await verifyPassword(user?.passwordHash, request.password)) || !user) {
+      // A password that is not well-formed Unicode (a lone surrogate) was never set (CONTRACT §14),
+      // and its UTF-8 bytes would match another's: it is wrong, without being hashed.
+      const isRight = request.password.isWellFormed() && (await verifyPassword(user?.passwordHash, request.password));
+      if (!isRight || !user) {
+        await throttle.loginFailed(attempt);
         await audit.record('login', 'failed', { userId: user?.id, context, detail: { reason: 'password' } });
         throw new ServiceError('invalid_grant', WRONG_CREDENTIALS);
       }

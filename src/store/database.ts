@@ -80,6 +80,8 @@ export interface MfaFactorTable {
   data: string | null;
   /** A number that only goes up: the last TOTP step accepted, a passkey's signature counter. */
   counter: number | null;
+  /** Codes tried against a pending enrolment (CONTRACT §14: it dies after 5 wrong ones). */
+  failed_attempts: Generated<number>;
 }
 
 export type CodePurpose = 'enrol' | 'login';
@@ -192,6 +194,10 @@ export interface LoginThrottleTable {
   blocked_until: IsoTime | null;
   /** The block whose first refusal was recorded in the audit trail. */
   noted_block_until: IsoTime | null;
+  /** Attempts counted and not yet settled right or wrong (counted in `failures` meanwhile). */
+  in_flight: Generated<number>;
+  /** When the newest of them was counted: older ones are taken for abandoned. */
+  in_flight_at: IsoTime | null;
 }
 
 /** The audit trail: what happened, to whom, from where, with what outcome; never a secret. */

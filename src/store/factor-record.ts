@@ -37,8 +37,11 @@ export const FACTOR_COLUMNS = [
   'counter',
 ] as const satisfies readonly (keyof MfaFactorTable)[];
 
+/** The columns a factor record is made of. */
+export type FactorRow = Pick<Selectable<MfaFactorTable>, (typeof FACTOR_COLUMNS)[number]>;
+
 /** A row of `mfa_factor` as a record. */
-export function toFactor(row: Selectable<MfaFactorTable>): Factor {
+export function toFactor(row: FactorRow): Factor {
   return {
     id: row.id,
     userId: row.user_id,

@@ -44,6 +44,7 @@ export async function replacePendingFactor(
     phone_number: factor.phoneNumber ?? null,
     sealed_secret: factor.sealedSecret ?? null,
     data: factor.data ?? null,
+    failed_attempts: 0,
   };
   await db
     .insertInto('mfa_factor')
@@ -53,6 +54,23 @@ export async function replacePendingFactor(
       conflict.columns(['user_id', 'type']).where('status', '=', sql.lit('pending')).doUpdateSet(pending),
     )
     .execute();
+}
+
+/**
+ * Counts one code tried against the pending factor, before it is judged, while fewer than `max`
+ * were; false when the enrolment is dead (or no longer pending). The conditional update settles
+ * races: of many codes sent at once, at most `max` are judged.
+ */
+export async function countEnrolmentAttempt(db: Executor, factorId: string, max: number): Promise<boolean> {
+  const row = await db
+    .updateTable('mfa_factor')
+    .set((eb) => ({ failed_attempts: eb('failed_attempts', '+', 1) }))
+    .where('id', '=', factorId)
+    .where('status', '=', 'pending')
+    .where('failed_attempts', '<', max)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
-import { type Expression, PostgresAdapter } from 'kysely';
-import type { Executor } from './database.js';
+import { type Expression, type ExpressionBuilder, PostgresAdapter } from 'kysely';
+import type { Database, Executor } from './database.js';
 
 /** How a scope's attempts are limited, with the times already worked out for this attempt. */
 export interface AttemptRule {
@@ -19,12 +19,20 @@ export interface ScopedRule {
 
 /**
  * Counts one attempt in each scope that may try now, in one conditional upsert: of many racing
- * attempts, no more are let through than the count allows. Returns the scopes counted; a scope
- * that must wait is left as it was (run it in a transaction to count in every scope or in none).
+ * attempts, no more are let through than the count allows. The attempt counts as a failure until
+ * it is settled (a right one gives it back), and as in flight: attempts in flight since before
+ * `inFlightSince` are taken for abandoned (their node stopped), so the count starts again at 1.
+ * Returns the scopes counted; a scope that must wait is left as it was (run it in a transaction
+ * to count in every scope or in none).
  * Rows are locked in scope order, as `settleRightAttempt` locks them, so that the two never
  * wait for each other in a cycle. Each scope is given once (an upsert may touch a row only once).
  */
-export async function reserveAttempts(db: Executor, attempts: ScopedRule[], now: Date): Promise<string[]> {
+export async function reserveAttempts(
+  db: Executor,
+  attempts: ScopedRule[],
+  now: Date,
+  inFlightSince: Date,
+): Promise<string[]> {
   if (attempts.length === 0) return [];
   const at = now.toISOString();
   const sorted = [...attempts].sort((a, b) => (a.scope < b.scope ? -1 : 1));
@@ -36,6 +44,8 @@ export async function reserveAttempts(db: Executor, attempts: ScopedRule[], now:
         failures: 1,
         last_failure_at: at,
         blocked_until: blockAfter(rule, 1),
+        in_flight: 1,
+        in_flight_at: at,
       })),
     )
     .onConflict((conflict) =>
@@ -56,6 +66,13 @@ export async function reserveAttempts(db: Executor, attempts: ScopedRule[], now:
             return branches.else(pick(last.rule)).end();
           };
           return {
+            in_flight: eb
+              .case()
+              .when(isInFlight(eb, inFlightSince))
+              .then(eb('login_throttle.in_flight', '+', 1))
+              .else(1)
+              .end(),
+            in_flight_at: at,
             failures: perScope((rule) =>
               eb
                 .case()
@@ -112,20 +129,25 @@ function blockAfter(rule: AttemptRule, attempts: number): string | null {
 
 /**
  * For a refused attempt: when the scope may try again, and whether this is the block's first
- * refusal (then it is marked, so that a burst of refused attempts is reported once).
+ * refusal (then it is marked, so that a burst of refused attempts is reported once). `isBusy`
+ * instead when attempts are still in flight: the refusal may be theirs, not failures', so the
+ * caller waits for them to be settled and asks again.
  */
 export async function noteRefusal(
   db: Executor,
   scope: string,
   now: Date,
-): Promise<{ blockedUntil: Date; isFirstRefusal: boolean } | undefined> {
+  inFlightSince: Date,
+): Promise<{ isBusy: true } | { isBusy: false; blockedUntil: Date; isFirstRefusal: boolean } | undefined> {
   const row = await db
     .selectFrom('login_throttle')
-    .select('blocked_until')
+    .select(['blocked_until', 'in_flight', 'in_flight_at'])
     .where('scope', '=', scope)
-    .where('blocked_until', '>', now.toISOString())
     .executeTakeFirst();
-  if (!row?.blocked_until) return undefined;
+  if (row && row.in_flight > 0 && row.in_flight_at !== null && row.in_flight_at >= inFlightSince.toISOString()) {
+    return { isBusy: true };
+  }
+  if (!row?.blocked_until || row.blocked_until <= now.toISOString()) return undefined;
   const marked = await db
     .updateTable('login_throttle')
     .set({ noted_block_until: row.blocked_until })
@@ -136,39 +158,103 @@ export async function noteRefusal(
     )
     .returning('scope')
     .executeTakeFirst();
-  return { blockedUntil: new Date(row.blocked_until), isFirstRefusal: marked !== undefined };
+  return { isBusy: false, blockedUntil: new Date(row.blocked_until), isFirstRefusal: marked !== undefined };
+}
+
+/** A scope an attempt was counted in, with the attempts it allows before a wait. */
+export interface CountedScope {
+  scope: string;
+  free: number;
 }
 
 /**
- * A counted attempt turned out right, settled in one statement: `forget`'s count goes back to
- * zero (which counts and blocks exactly as no row does; the hourly prune deletes the row), and
- * `giveBack`, if any, gets its attempt back. Rows are locked in scope order, as
- * `reserveAttempts` locks them.
+ * A counted attempt turned out right, settled in one statement; it is no longer in flight.
+ * `forget`'s failures are forgotten (its count keeps only the other attempts still in flight), and
+ * `giveBack`, if any, gets this attempt back. A scope whose count falls below what it allows is
+ * no longer blocked: a block earned by attempts in flight, not by failures, ends with them. Rows
+ * are locked in scope order, as `reserveAttempts` locks them.
  */
-export async function settleRightAttempt(db: Executor, now: Date, forget: string, giveBack?: string): Promise<void> {
-  const scopes = (giveBack === undefined ? [forget] : [forget, giveBack]).sort();
+export async function settleRightAttempt(
+  db: Executor,
+  now: Date,
+  inFlightSince: Date,
+  forget: CountedScope,
+  giveBack?: CountedScope,
+): Promise<void> {
+  const scopes = (giveBack === undefined ? [forget] : [forget, giveBack]).sort((a, b) => (a.scope < b.scope ? -1 : 1));
   await db
     .insertInto('login_throttle')
-    .values(scopes.map((scope) => ({ scope, failures: 0, last_failure_at: now.toISOString(), blocked_until: null })))
+    .values(
+      scopes.map(({ scope }) => ({
+        scope,
+        failures: 0,
+        last_failure_at: now.toISOString(),
+        blocked_until: null,
+        in_flight: 0,
+        in_flight_at: null,
+      })),
+    )
     .onConflict((conflict) =>
-      conflict.column('scope').doUpdateSet((eb) => ({
-        failures: eb
+      conflict.column('scope').doUpdateSet((eb) => {
+        const othersInFlight = eb
           .case()
-          .when('login_throttle.scope', '=', forget)
-          .then(0)
+          .when(eb.and([isInFlight(eb, inFlightSince), eb('login_throttle.in_flight', '>', 1)]))
+          .then(eb('login_throttle.in_flight', '-', 1))
+          .else(0)
+          .end();
+        const failuresLessOne = eb
+          .case()
           .when('login_throttle.failures', '>', 0)
           .then(eb('login_throttle.failures', '-', 1))
           .else(0)
-          .end(),
-        blocked_until: eb
+          .end();
+        const failures = eb
           .case()
-          .when('login_throttle.scope', '=', forget)
-          .then(null)
-          .else(eb.ref('login_throttle.blocked_until'))
-          .end(),
-      })),
+          .when('login_throttle.scope', '=', forget.scope)
+          .then(othersInFlight)
+          .else(failuresLessOne)
+          .end();
+        const freeOf = eb
+          .case()
+          .when('login_throttle.scope', '=', forget.scope)
+          .then(forget.free)
+          .else(giveBack?.free ?? forget.free)
+          .end();
+        return {
+          failures,
+          in_flight: othersInFlight,
+          blocked_until: eb
+            .case()
+            .when(failures, '<', freeOf)
+            .then(null)
+            .else(eb.ref('login_throttle.blocked_until'))
+            .end(),
+        };
+      }),
     )
     .execute();
+}
+
+/** Counted attempts turned out wrong: they stay counted as failures, and are no longer in flight. */
+export async function settleWrongAttempt(db: Executor, scopes: string[]): Promise<void> {
+  if (scopes.length === 0) return;
+  await db
+    .updateTable('login_throttle')
+    .set((eb) => ({
+      in_flight: eb
+        .case()
+        .when('in_flight', '>', 0)
+        .then(eb('in_flight', '-', 1))
+        .else(0)
+        .end(),
+    }))
+    .where('scope', 'in', [...scopes].sort())
+    .execute();
+}
+
+/** The row's attempts in flight are recent enough to be waited for. */
+function isInFlight(eb: ExpressionBuilder<Database, 'login_throttle'>, since: Date) {
+  return eb('login_throttle.in_flight_at', '>=', since.toISOString());
 }
 
 /** Forgets every scope whose last attempt came before `cutoff`. */

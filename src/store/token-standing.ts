@@ -2,7 +2,7 @@ import type { Statement } from 'better-sqlite3';
 import type { Selectable } from 'kysely';
 import type { Pool } from 'pg';
 import { type DriverHandle, driverHandleOf, type Executor, type MfaFactorTable } from './database.js';
-import { FACTOR_COLUMNS, type Factor, toFactor } from './factor-record.js';
+import { FACTOR_COLUMNS, type Factor, type FactorRow, toFactor } from './factor-record.js';
 import { listFactors } from './mfa-factors.js';
 import { findTokenStanding } from './revoked-tokens.js';
 
@@ -70,7 +70,7 @@ export async function findStandingWithFactors(
     userExists: first !== undefined,
     // SQLite answers 0 or 1, PostgreSQL a boolean.
     isRevoked: Boolean(first?.is_revoked),
-    factors: rows.filter((row) => row.id !== null).map((row) => toFactor(row as Selectable<MfaFactorTable>)),
+    factors: rows.filter((row) => row.id !== null).map((row) => toFactor(row as FactorRow)),
   };
 }
 

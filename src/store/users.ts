@@ -1,6 +1,6 @@
-import { type Selectable, sql } from 'kysely';
-import type { Executor, MfaFactorTable } from './database.js';
-import { FACTOR_COLUMNS, type Factor, toFactor } from './factor-record.js';
+import { sql } from 'kysely';
+import type { Executor } from './database.js';
+import { FACTOR_COLUMNS, type Factor, type FactorRow, toFactor } from './factor-record.js';
 
 export interface User {
   id: string;
@@ -93,7 +93,7 @@ function toUser(rows: UserRow[]): StoredUser | undefined {
     if (row.id !== first.id || row.factor_id === null) continue;
     // A joined factor's row: its NOT NULL columns hold values.
     const factor = Object.fromEntries(FACTOR_COLUMNS.map((column) => [column, row[`factor_${column}`]]));
-    factors.push(toFactor(factor as Selectable<MfaFactorTable>));
+    factors.push(toFactor(factor as FactorRow));
   }
   return {
     id: first.id,

@@ -25,6 +25,13 @@ export function createAccounts({ store, clock, audit }: { store: Store; clock: C
     if (!new RegExp(USERNAME_PATTERN).test(username)) {
       throw new ServiceError('invalid_request', 'username must be 1 to 150 letters, digits or @.+_-');
     }
+    // A lone surrogate has no UTF-8 form: hashed, it would become U+FFFD and match other passwords.
+    if (!password.isWellFormed()) {
+      throw new ServiceError(
+        'invalid_request',
+        'password must be well-formed Unicode (it holds a lone surrogate, half of a character); send the whole character',
+      );
+    }
     const length = [...password.normalize('NFC')].length;
     if (length < PASSWORD_LENGTH.min || length > PASSWORD_LENGTH.max) {
       throw new ServiceError('invalid_request', 'password must be 8 to 1024 characters');

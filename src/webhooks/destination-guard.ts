@@ -26,21 +26,35 @@ const BLOCKS = Object.entries(KINDS).map(([kind, ranges]) => {
   return { kind, list };
 });
 
-/** Why a webhook may not go to this IP address (`loopback`, `private`, …), or undefined for a public one. */
+/**
+ * Why a webhook may not go to this IP address (`loopback`, `private`, …), or undefined for a public
+ * one. An IPv6 address must be global unicast (ipaddr.js's `unicast`: 2000::/3 without its
+ * documentation, Teredo, ORCHID, benchmarking and other special ranges), or carry an IPv4 address
+ * that is public; anything else (site-local fec0::/10, discard 100::/64, IPv4-compatible ::a.b.c.d…)
+ * is refused as reserved.
+ */
 export function addressRefusal(address: string): string | undefined {
   const family = isIP(address) === 6 ? 'ipv6' : 'ipv4';
   const kind = BLOCKS.find(({ list }) => list.check(address, family))?.kind;
-  const carried = family === 'ipv6' ? embeddedIpv4(address) : undefined;
-  return kind ?? (carried && addressRefusal(carried));
+  if (kind || family === 'ipv4') return kind;
+  // Read as the WHATWG URL parser (and the kernel) reads it: ipaddr.js takes ::a.b.c.d for ::ffff:a.b.c.d.
+  const ip = ipaddr.IPv6.parse(hostOf(new URL(`http://[${address}]/`)));
+  const carried = embeddedIpv4(ip);
+  if (carried) return addressRefusal(carried);
+  return ip.match(GLOBAL_UNICAST) && ip.range() === 'unicast' ? undefined : 'reserved';
 }
 
+/** RFC 4291 §2.4: global unicast addresses are those of 2000::/3. */
+const GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR('2000::/3');
+
 /**
- * The IPv4 address that an IPv6 address of these prefixes reaches: NAT64's 64:ff9b::/96 (RFC 6052),
- * IPv4-translated ::ffff:0:0:0/96 (RFC 6145) and 6to4's 2002::/16 (RFC 3056). Undefined otherwise.
+ * The IPv4 address that an IPv6 address of these prefixes reaches: IPv4-mapped ::ffff:0:0/96,
+ * NAT64's 64:ff9b::/96 (RFC 6052), IPv4-translated ::ffff:0:0:0/96 (RFC 6145) and 6to4's 2002::/16
+ * (RFC 3056). Undefined otherwise.
  */
-function embeddedIpv4(address: string): string | undefined {
-  const ip = ipaddr.IPv6.parse(address);
+function embeddedIpv4(ip: ipaddr.IPv6): string | undefined {
   const ipv4 = (high = 0, low = 0) => [high >> 8, high & 255, low >> 8, low & 255].join('.');
+  if (ip.isIPv4MappedAddress()) return ip.toIPv4Address().toString();
   switch (ip.range()) {
     case 'rfc6052':
     case 'rfc6145':

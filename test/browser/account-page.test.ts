@@ -158,9 +158,17 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
   });
 
   test('adding an authenticator app shows the key as a QR code and as text; a code computed from it turns MFA on', async () => {
+    // The sign-in is now older than STEP_UP_MAX_AGE: turning MFA on asks for the password again
+    // (CONTRACT §14), then goes on with the change.
+    service.clock.advance(601);
     await button(page, 'Add an authenticator app').click();
     assert.equal(await focusedId(), 'totp-name');
     await page.locator('#totp-name').fill('Phone');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await page.getByText('This change needs a recent sign-in. Enter your password again.').waitFor();
+    assert.equal(await focusedId(), 'password');
+    await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
     await page.locator('#totp-qr svg').waitFor();
     const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s/g, '');

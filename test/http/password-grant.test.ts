@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt } from 'jose';
-import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -214,6 +214,34 @@ describe('a wrong password reveals nothing', () => {
     assert.deepEqual(await wrongLogin({ mfa_code: code }), withoutMfa);
     assert.equal(service.twilio.messages.length, sent);
     await expectStatus(service.login(name, PASSWORD, { mfa_code: code }), 200);
+  });
+});
+
+describe('passwords that are not well-formed Unicode (CONTRACT §14)', () => {
+  test('a password with a lone surrogate is refused when set, saying why, and creates nothing', async () => {
+    const name = username();
+    const refused = await expectStatus(
+      service.call('/admin/users', {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { username: name, password: 'correct horse \ud800battery' },
+      }),
+      400,
+    );
+    assert.equal(refused.error, 'invalid_request');
+    assert.match(refused.error_description, /lone surrogate/);
+    await expectStatus(service.call(`/admin/users?username=${name}`, { token: ADMIN_TOKEN }), 404);
+  });
+
+  test('at login a lone surrogate is never folded into U+FFFD: invalid_grant, as any wrong password', async () => {
+    const name = username();
+    // What a lone surrogate becomes in UTF-8, set as a real character.
+    await service.createUser(name, 'correct horse \ufffdbattery');
+    for (const surrogate of ['\ud800', '\udfff']) {
+      const answer = await expectStatus(service.login(name, `correct horse ${surrogate}battery`), 400);
+      assert.equal(answer.error, 'invalid_grant');
+    }
+    await expectStatus(service.login(name, 'correct horse \ufffdbattery'), 200);
   });
 });
 

@@ -181,6 +181,107 @@ describe('freshness applies to every sensitive call', () => {
   });
 });
 
+describe('turning MFA on needs a fresh login too (CONTRACT §14)', () => {
+  const starts = [
+    ['/mfa/totp/request/', {}],
+    ['/mfa/webauthn/request/', {}],
+    ['/mfa/sms/request/', { phone_number: '14155550100' }],
+  ] as const;
+
+  test('while MFA is off, a login older than STEP_UP_MAX_AGE cannot start any enrolment: 401 with max_age and no acr_values', async () => {
+    const username = `stale-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const stale = await service.accessToken(username, PASSWORD);
+    const sentBefore = service.twilio.messages.length;
+    service.clock.advance(601);
+    for (const [path, body] of starts) {
+      const response = await service.call(path, { method: 'PUT', token: stale, body });
+      assert.equal(response.status, 401, path);
+      assert.equal(
+        response.headers.get('www-authenticate'),
+        `Bearer realm="mfa", error="insufficient_user_authentication", error_description="${((await response.json()) as { error_description: string }).error_description}", max_age=600`,
+        path,
+      );
+    }
+    assert.equal((await expectStatus(service.call('/mfa/', { token: stale }), 200)).enabled, false);
+    assert.equal(service.twilio.messages.length, sentBefore, 'no SMS went out');
+    // The password again gives a fresh login, which may.
+    const fresh = await service.accessToken(username, PASSWORD);
+    await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token: fresh, body: {} }), 200);
+  });
+
+  test('STEP_UP_MAX_AGE sets the freshness of enrolments and of sensitive calls alike', async () => {
+    const short = await startService({ env: { STEP_UP_MAX_AGE: '120' } });
+    try {
+      await short.createUser('short-lived', PASSWORD);
+      const token = await short.accessToken('short-lived', PASSWORD);
+      short.clock.advance(121);
+      const refused = await short.call('/mfa/totp/request/', { method: 'PUT', token, body: {} });
+      assert.equal(refused.status, 401);
+      assert.match(refused.headers.get('www-authenticate') ?? '', /, max_age=120$/);
+      const user = await short.createUserWithMfa('short-mfa', PASSWORD, nextPhone());
+      await expectStatus(short.call('/mfa/recovery/', { token: user.token }), 200);
+      short.clock.advance(120);
+      const sensitive = await short.call('/mfa/recovery/', { token: user.token });
+      assert.equal(sensitive.status, 401);
+      assert.match(sensitive.headers.get('www-authenticate') ?? '', /acr_values="aal2", max_age=120$/);
+    } finally {
+      await short.close();
+    }
+  });
+
+  test('finishing is judged like starting: an enrolment begun with MFA off cannot be finished by a password-only login once MFA is on', async () => {
+    const username = `finish-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    // An authenticator app is started while MFA is off …
+    const totp = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
+    const app = OTPAuth.URI.parse(totp.otpauth_uri) as OTPAuth.TOTP;
+    // … then a phone turns MFA on, in the same login.
+    const phone = nextPhone();
+    await service.enrolSms(token, phone);
+    const late = await service.call('/mfa/totp/verify/', {
+      method: 'PUT',
+      token,
+      body: { mfa_code: app.generate({ timestamp: service.clock.now().getTime() }) },
+    });
+    assert.equal(late.status, 401);
+    assert.match(late.headers.get('www-authenticate') ?? '', /acr_values="aal2"/);
+    const factors = await expectStatus(service.login(username, PASSWORD), 200);
+    assert.equal(factors.mfa_type, 'sms', 'the app was not added');
+    assert.equal(factors.mfa_types, undefined);
+
+    // The other way round: a phone started while MFA is off, an app turning it on, then the code.
+    const second = `finish-${++userCount}`;
+    await service.createUser(second, PASSWORD);
+    const secondToken = await service.accessToken(second, PASSWORD);
+    const secondPhone = nextPhone();
+    await expectStatus(
+      service.call('/mfa/sms/request/', { method: 'PUT', token: secondToken, body: { phone_number: secondPhone } }),
+      200,
+    );
+    const secondApp = OTPAuth.URI.parse(
+      (await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token: secondToken, body: {} }), 200))
+        .otpauth_uri,
+    ) as OTPAuth.TOTP;
+    await expectStatus(
+      service.call('/mfa/totp/verify/', {
+        method: 'PUT',
+        token: secondToken,
+        body: { mfa_code: secondApp.generate({ timestamp: service.clock.now().getTime() }) },
+      }),
+      200,
+    );
+    const smsLate = await service.call('/mfa/sms/verify/', {
+      method: 'PUT',
+      token: secondToken,
+      body: { mfa_code: service.twilio.lastCodeFor(`+${secondPhone}`) },
+    });
+    assert.equal(smsLate.status, 401);
+    assert.equal((await expectStatus(service.call('/mfa/', { token: secondToken }), 200)).challenge_type, 'totp');
+  });
+});
+
 describe('acr_values and max_age on the password grant (RFC 9470 §4)', () => {
   test('aal2 for a user without a second factor: 400 invalid_request that says so; "aal2 aal1" is met by the password', async () => {
     const plain = `step-${++userCount}`;

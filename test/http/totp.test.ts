@@ -28,6 +28,15 @@ function codeOf(app: OTPAuth.TOTP, stepsFromNow = 0) {
   return app.generate({ timestamp: service.clock.now().getTime() + stepsFromNow * 30_000 });
 }
 
+/** A 6-digit code the app shows for none of the steps accepted around now. */
+function wrongCodeFor(app: OTPAuth.TOTP): string {
+  const accepted = new Set([-1, 0, 1].map((steps) => codeOf(app, steps)));
+  for (let candidate = 0; ; candidate++) {
+    const code = String(candidate).padStart(6, '0');
+    if (!accepted.has(code)) return code;
+  }
+}
+
 function requestTotp(token: string, body: object = {}) {
   return service.call('/mfa/totp/request/', { method: 'PUT', token, body });
 }
@@ -116,6 +125,44 @@ describe('enrolling an authenticator app (CONTRACT §11)', () => {
     const late = await expectStatus(verifyTotp(token, codeOf(app)), 400);
     assert.match(late.error_description, /10 minutes/);
     assert.equal((await expectStatus(service.call('/mfa/', { token }), 200)).enabled, false);
+  });
+
+  test('a pending enrolment dies after 5 wrong codes: then even the right one is refused, and a new request starts again', async () => {
+    const username = `totp-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    const app = OTPAuth.URI.parse((await expectStatus(requestTotp(token), 200)).otpauth_uri) as OTPAuth.TOTP;
+    for (let attempt = 0; attempt < 5; attempt++) {
+      assert.match((await expectStatus(verifyTotp(token, wrongCodeFor(app)), 400)).error_description, /wrong/);
+    }
+    // Past the guess budget's wait, so that only the enrolment's own limit answers.
+    service.clock.advance(61);
+    const dead = await expectStatus(verifyTotp(token, codeOf(app)), 400);
+    assert.equal(dead.error, 'invalid_mfa_code');
+    assert.match(dead.error_description, /5 wrong codes .* start again/);
+    const fresh = await service.accessToken(username, PASSWORD);
+    const next = OTPAuth.URI.parse((await expectStatus(requestTotp(fresh), 200)).otpauth_uri) as OTPAuth.TOTP;
+    await expectStatus(verifyTotp(fresh, codeOf(next)), 200);
+  });
+
+  test('of 20 simultaneous wrong codes for a pending enrolment, at most 5 are judged; they count in the guess budget', async () => {
+    const username = `totp-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    const app = OTPAuth.URI.parse((await expectStatus(requestTotp(token), 200)).otpauth_uri) as OTPAuth.TOTP;
+    const responses = await Promise.all(Array.from({ length: 20 }, () => verifyTotp(token, wrongCodeFor(app))));
+    const bodies = await Promise.all(
+      responses.map((response) => response.json() as Promise<{ error_description: string }>),
+    );
+    const judged = bodies.filter((body) => /the code is wrong/.test(body.error_description)).length;
+    assert.ok(judged >= 1 && judged <= 5, `judged ${judged}`);
+    assert.ok(responses.every((response) => response.status === 400 || response.status === 429));
+    // The guess budget saw them: a new enrolment's right code now waits, as a login's second factor would.
+    const next = OTPAuth.URI.parse((await expectStatus(requestTotp(token), 200)).otpauth_uri) as OTPAuth.TOTP;
+    const waiting = await expectStatus(verifyTotp(token, codeOf(next)), 429);
+    assert.equal(waiting.error, 'mfa_throttled');
+    service.clock.advance(61);
+    await expectStatus(verifyTotp(token, codeOf(next)), 200);
   });
 
   test('a new request replaces the pending one: the first secret no longer verifies', async () => {

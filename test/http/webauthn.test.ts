@@ -104,9 +104,21 @@ describe('enrolling a passkey (CONTRACT §12)', () => {
 
     ({ options } = await expectStatus(requestPasskey(token), 200));
     await expectStatus(verifyPasskey(token, authenticator.register(options, ORIGIN)), 200);
-    // The same challenge again (a second credential answering it) is refused.
-    await expectStatus(verifyPasskey(token, authenticator.register(options, ORIGIN)), 400);
-    assert.equal((await expectStatus(service.call('/mfa/factors/', { token }), 200)).factors.length, 1);
+    // The same challenge again (a second credential answering it) is refused, also to a login
+    // strong enough to add a passkey now that MFA is on.
+    const strong = await expectStatus(
+      loginWithAssertion(username, authenticator.assert(await passkeyChallenge(username), ORIGIN)),
+      200,
+    );
+    const replayed = await expectStatus(
+      verifyPasskey(strong.access_token, new SoftAuthenticator().register(options, ORIGIN)),
+      400,
+    );
+    assert.equal(replayed.error, 'invalid_credential');
+    assert.equal(
+      (await expectStatus(service.call('/mfa/factors/', { token: strong.access_token }), 200)).factors.length,
+      1,
+    );
   });
 
   test('a second passkey needs a second-factor login, and the options exclude the first', async () => {
@@ -224,7 +236,7 @@ describe('logging in with a passkey', () => {
     await expectStatus(
       loginWithAssertion(
         user.username,
-        user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN, 'examp1e.com'),
+        user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN, { rpId: 'examp1e.com' }),
       ),
       400,
     );
@@ -242,6 +254,37 @@ describe('logging in with a passkey', () => {
       400,
     );
     assert.equal(cloned.error, 'invalid_grant');
+    // Said in our words, not the verifier's ("Response counter value 1 was lower than expected 2").
+    assert.match(cloned.error_description, /counter went backwards/);
+    assert.doesNotMatch(cloned.error_description, /Response counter|expected \d/);
+  });
+
+  test('an assertion whose user handle names another account is refused (WebAuthn §7.2 step 6)', async () => {
+    const user = await passkeyUser();
+    const other = Buffer.from('another-user-id').toString('base64url');
+    const answer = await expectStatus(
+      loginWithAssertion(
+        user.username,
+        user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN, { userHandle: other }),
+      ),
+      400,
+    );
+    assert.equal(answer.error, 'invalid_grant');
+    assert.match(answer.error_description, /user handle/);
+    await expectStatus(
+      loginWithAssertion(user.username, user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN)),
+      200,
+    );
+  });
+
+  test('with the default WEBAUTHN_USER_VERIFICATION=preferred, a passkey tap without user verification is a second factor', async () => {
+    const user = await passkeyUser();
+    const options = await passkeyChallenge(user.username);
+    assert.equal(options.userVerification, 'preferred');
+    await expectStatus(
+      loginWithAssertion(user.username, user.authenticator.assert(options, ORIGIN, { withoutUserVerification: true })),
+      200,
+    );
   });
 
   test('an authenticator without a counter (always 0) still logs in', async () => {
@@ -330,5 +373,49 @@ describe('passkeys beside other factors (CONTRACT §13, §14)', () => {
       400,
     );
     assert.equal(body.error, 'invalid_request');
+  });
+});
+
+describe('WEBAUTHN_USER_VERIFICATION=required', () => {
+  let strict: Service;
+  before(async () => {
+    strict = await startService({
+      env: { WEBAUTHN_RP_ID: RP_ID, WEBAUTHN_ORIGINS: ORIGIN, WEBAUTHN_USER_VERIFICATION: 'required' },
+    });
+  });
+  after(() => strict.close());
+
+  test('options ask for user verification, and an assertion without it is refused in words that say so', async () => {
+    await strict.createUser('uv-user', PASSWORD);
+    const token = await strict.accessToken('uv-user', PASSWORD);
+    const authenticator = new SoftAuthenticator();
+    const { options } = await expectStatus(
+      strict.call('/mfa/webauthn/request/', { method: 'PUT', token, body: {} }),
+      200,
+    );
+    assert.equal(options.authenticatorSelection.userVerification, 'required');
+    await expectStatus(
+      strict.call('/mfa/webauthn/verify/', {
+        method: 'PUT',
+        token,
+        body: { credential: authenticator.register(options, ORIGIN) },
+      }),
+      200,
+    );
+    const challenge = await expectStatus(strict.login('uv-user', PASSWORD), 200);
+    assert.equal(challenge.webauthn.userVerification, 'required');
+    const login = (assertion: unknown) =>
+      strict.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: { grant_type: 'password', username: 'uv-user', password: PASSWORD, webauthn_response: assertion },
+      });
+    const refused = await expectStatus(
+      login(authenticator.assert(challenge.webauthn, ORIGIN, { withoutUserVerification: true })),
+      400,
+    );
+    assert.equal(refused.error, 'invalid_grant');
+    assert.match(refused.error_description, /did not verify the person \(PIN or biometrics\)/);
+    const again = await expectStatus(strict.login('uv-user', PASSWORD), 200);
+    await expectStatus(login(authenticator.assert(again.webauthn, ORIGIN)), 200);
   });
 });

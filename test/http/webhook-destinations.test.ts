@@ -41,6 +41,14 @@ describe('webhook destinations', () => {
       ['https://[::ffff:0:a00:1]/hook', /private/],
       ['https://[2002:a00:1::1]/hook', /private/],
       ['https://[2002:7f00:1::1]/hook', /loopback/],
+      // IPv6 that is not global unicast: IPv4-compatible, site-local, discard, documentation, Teredo.
+      ['https://[::127.0.0.1]/hook', /reserved/],
+      ['https://[::8.8.8.8]/hook', /reserved/],
+      ['https://[fec0::1]/hook', /reserved/],
+      ['https://[100::1]/hook', /reserved/],
+      ['https://[2001:db8::1]/hook', /reserved/],
+      ['https://[2001::1]/hook', /reserved/],
+      ['https://[3fff::1]/hook', /reserved/],
     ];
     for (const [url, reason] of cases) {
       const answer = await expectStatus(create(url), 400);
@@ -51,10 +59,12 @@ describe('webhook destinations', () => {
     assert.deepEqual(listed.webhooks, [], 'nothing was created');
   });
 
-  test('a public https address is accepted', async () => {
-    const created = await expectStatus(create('https://93.184.216.34/hooks/mfa'), 201);
-    assert.equal(created.url, 'https://93.184.216.34/hooks/mfa');
-    await expectStatus(service.call(`/admin/webhooks/${created.id}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+  test('a public https address is accepted, IPv4 or global unicast IPv6', async () => {
+    for (const url of ['https://93.184.216.34/hooks/mfa', 'https://[2606:4700:4700::1111]/hooks/mfa']) {
+      const created = await expectStatus(create(url), 201);
+      assert.equal(created.url, url);
+      await expectStatus(service.call(`/admin/webhooks/${created.id}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+    }
   });
 
   test('the resolved address is checked again at send time: a host that now resolves to loopback is not called', async () => {

@@ -11,8 +11,10 @@ import { countAttempt, markUsed, replaceCode } from '../../src/store/one-time-co
 import {
   type AttemptRule,
   deleteAttemptsBefore,
+  noteRefusal,
   reserveAttempts,
   settleRightAttempt,
+  settleWrongAttempt,
 } from '../../src/store/throttle.js';
 import { insertUser } from '../../src/store/users.js';
 import { openTestDatabase } from '../support/database.js';
@@ -21,6 +23,8 @@ let db: Kysely<Database>;
 let close: () => Promise<void>;
 let userCount = 0;
 const NOW = new Date('2026-11-23T12:00:00.000Z');
+/** Attempts counted since then are in flight (AttemptLimiter takes 30 s). */
+const IN_FLIGHT_SINCE = new Date(NOW.getTime() - 30_000);
 
 before(async () => {
   ({ db, close } = await openTestDatabase());
@@ -36,7 +40,7 @@ async function newUser(): Promise<string> {
 
 /** Counts one attempt in `scope` alone: true when it was let through. */
 async function reserveAttempt(db: Kysely<Database>, scope: string, now: Date, rule: AttemptRule): Promise<boolean> {
-  return (await reserveAttempts(db, [{ scope, rule }], now)).length === 1;
+  return (await reserveAttempts(db, [{ scope, rule }], now, IN_FLIGHT_SINCE)).length === 1;
 }
 
 /** Runs `work` 20 times at once. */
@@ -123,7 +127,13 @@ describe('the block each count earns', () => {
 
     assert.equal(await reserve(0), true);
     assert.deepEqual(await row(), { failures: 1, blocked_until: null });
-    await settleRightAttempt(db, NOW, 'scope-unrelated', 'scope-blocks');
+    await settleRightAttempt(
+      db,
+      NOW,
+      IN_FLIGHT_SINCE,
+      { scope: 'scope-unrelated', free: 2 },
+      { scope: 'scope-blocks', free: 2 },
+    );
     assert.equal(await reserve(0), true);
     assert.deepEqual(await row(), { failures: 1, blocked_until: null });
     assert.equal(await reserve(0), true);
@@ -154,6 +164,7 @@ describe('several scopes in one statement', () => {
           { scope: 'multi-lenient', rule: lenient },
         ],
         NOW,
+        IN_FLIGHT_SINCE,
       );
     assert.deepEqual((await both()).sort(), ['multi-lenient', 'multi-strict']);
     assert.deepEqual(await row('multi-strict'), { failures: 1, blocked_until: at(60).toISOString() });
@@ -164,28 +175,92 @@ describe('several scopes in one statement', () => {
   });
 
   test('no scopes: nothing is counted and nothing fails', async () => {
-    assert.deepEqual(await reserveAttempts(db, [], NOW), []);
+    assert.deepEqual(await reserveAttempts(db, [], NOW, IN_FLIGHT_SINCE), []);
   });
 
   test('a right attempt forgets one scope, down to a count that behaves as no row, and gives one attempt back to the other', async () => {
-    const ruleAt = (now: Date) => ({ free: 2, windowStart: new Date(now.getTime() - 900_000), blockEnds: [at(2)] });
+    const ruleAt = (now: Date) => ({ free: 3, windowStart: new Date(now.getTime() - 900_000), blockEnds: [at(2)] });
+    const forget = { scope: 'settle-forget', free: 3 };
+    const back = { scope: 'settle-back', free: 3 };
     for (let attempt = 0; attempt < 2; attempt++) {
-      assert.equal(await reserveAttempt(db, 'settle-forget', NOW, ruleAt(NOW)), true);
-      assert.equal(await reserveAttempt(db, 'settle-back', NOW, ruleAt(NOW)), true);
+      assert.equal(await reserveAttempt(db, forget.scope, NOW, ruleAt(NOW)), true);
+      assert.equal(await reserveAttempt(db, back.scope, NOW, ruleAt(NOW)), true);
+      await settleWrongAttempt(db, [forget.scope, back.scope]);
     }
-    assert.equal(await reserveAttempt(db, 'settle-forget', at(1), ruleAt(at(1))), false, 'blocked before settling');
+    // The third attempt, in flight, reaches the block.
+    assert.equal(await reserveAttempt(db, forget.scope, NOW, ruleAt(NOW)), true);
+    assert.equal(await reserveAttempt(db, back.scope, NOW, ruleAt(NOW)), true);
+    assert.equal(await reserveAttempt(db, forget.scope, at(1), ruleAt(at(1))), false, 'blocked before settling');
 
-    await settleRightAttempt(db, at(1), 'settle-forget', 'settle-back');
-    assert.deepEqual(await row('settle-forget'), { failures: 0, blocked_until: null });
-    assert.deepEqual(await row('settle-back'), { failures: 1, blocked_until: at(2).toISOString() });
+    await settleRightAttempt(db, at(1), IN_FLIGHT_SINCE, forget, back);
+    assert.deepEqual(await row(forget.scope), { failures: 0, blocked_until: null });
+    assert.deepEqual(
+      await row(back.scope),
+      { failures: 2, blocked_until: null },
+      'the block was earned by the attempt in flight, which was right',
+    );
     // From zero, as from no row: the free attempts again, then the block.
-    assert.equal(await reserveAttempt(db, 'settle-forget', at(1), ruleAt(at(1))), true);
-    assert.deepEqual(await row('settle-forget'), { failures: 1, blocked_until: null });
+    assert.equal(await reserveAttempt(db, forget.scope, at(1), ruleAt(at(1))), true);
+    assert.deepEqual(await row(forget.scope), { failures: 1, blocked_until: null });
 
     // A count never goes below zero, however many right attempts are settled.
-    await settleRightAttempt(db, at(1), 'settle-forget', 'settle-back');
-    await settleRightAttempt(db, at(1), 'settle-forget', 'settle-back');
-    assert.deepEqual(await row('settle-back'), { failures: 0, blocked_until: at(2).toISOString() });
+    for (let settle = 0; settle < 4; settle++) await settleRightAttempt(db, at(1), IN_FLIGHT_SINCE, forget, back);
+    assert.deepEqual(await row(back.scope), { failures: 0, blocked_until: null });
+  });
+
+  test('a block earned by failures stays when a right attempt gives one back', async () => {
+    const rule = { free: 2, windowStart: new Date(NOW.getTime() - 900_000), blockEnds: [at(60)] };
+    const scope = { scope: 'settle-earned', free: 2 };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      assert.equal(
+        await reserveAttempt(db, scope.scope, at(attempt * 60), { ...rule, blockEnds: [at(attempt * 60 + 60)] }),
+        true,
+      );
+      await settleWrongAttempt(db, [scope.scope]);
+    }
+    assert.equal(await reserveAttempt(db, scope.scope, at(180), { ...rule, blockEnds: [at(240)] }), true);
+    await settleRightAttempt(db, at(180), IN_FLIGHT_SINCE, { scope: 'settle-earned-user', free: 5 }, scope);
+    assert.deepEqual(await row(scope.scope), { failures: 3, blocked_until: at(240).toISOString() });
+  });
+
+  test('a refusal while attempts are in flight is told as busy; one by failures alone as a block, noted once', async () => {
+    const rule = { free: 1, windowStart: new Date(NOW.getTime() - 900_000), blockEnds: [at(30)] };
+    assert.equal(await reserveAttempt(db, 'busy-scope', NOW, rule), true);
+    assert.equal(await reserveAttempt(db, 'busy-scope', NOW, rule), false);
+    assert.deepEqual(await noteRefusal(db, 'busy-scope', NOW, IN_FLIGHT_SINCE), { isBusy: true });
+    await settleWrongAttempt(db, ['busy-scope']);
+    assert.deepEqual(await noteRefusal(db, 'busy-scope', NOW, IN_FLIGHT_SINCE), {
+      isBusy: false,
+      blockedUntil: at(30),
+      isFirstRefusal: true,
+    });
+    assert.equal((await noteRefusal(db, 'busy-scope', NOW, IN_FLIGHT_SINCE))?.isBusy, false);
+    assert.deepEqual(await noteRefusal(db, 'busy-scope', NOW, IN_FLIGHT_SINCE), {
+      isBusy: false,
+      blockedUntil: at(30),
+      isFirstRefusal: false,
+    });
+  });
+
+  test('attempts in flight for longer than the window are taken for abandoned: counted as failures, not waited for', async () => {
+    const rule = { free: 1, windowStart: new Date(NOW.getTime() - 900_000), blockEnds: [at(30)] };
+    assert.equal(await reserveAttempt(db, 'abandoned-scope', NOW, rule), true);
+    const later = at(31);
+    assert.deepEqual(await noteRefusal(db, 'abandoned-scope', later, new Date(later.getTime() - 30_000)), undefined);
+    const counted = await reserveAttempts(
+      db,
+      [{ scope: 'abandoned-scope', rule: { ...rule, blockEnds: [at(61)] } }],
+      later,
+      new Date(later.getTime() - 30_000),
+    );
+    assert.deepEqual(counted, ['abandoned-scope']);
+    const inFlight = await db
+      .selectFrom('login_throttle')
+      .select(['failures', 'in_flight'])
+      .where('scope', '=', 'abandoned-scope')
+      .executeTakeFirst();
+    // The abandoned one stays a failure; only the new one is in flight.
+    assert.deepEqual(inFlight, { failures: 2, in_flight: 1 });
   });
 });
 
@@ -204,7 +279,7 @@ describe('the prune beside reservations', () => {
         // A user and an address, as a login counts them; each is shared with other workers.
         const pair = [`prune-address-${(worker * 3 + round) % 5}`, `prune-user-${(worker + round) % 4}`];
         const rules = pair.map((scope) => ({ scope, rule }));
-        const counted = await db.transaction().execute((tx) => reserveAttempts(tx, rules, NOW));
+        const counted = await db.transaction().execute((tx) => reserveAttempts(tx, rules, NOW, IN_FLIGHT_SINCE));
         assert.deepEqual(counted.sort(), pair);
       }
     });

@@ -58,14 +58,24 @@ export class SoftAuthenticator {
     };
   }
 
-  /** navigator.credentials.get() for these options, as seen from `origin`, with the first allowed credential it holds. */
-  assert(options: any, origin: string, rpId: string = options.rpId): any {
+  /**
+   * navigator.credentials.get() for these options, as seen from `origin`, with the first allowed
+   * credential it holds. `tamper` makes it misbehave: another RP ID, no user verification (a tap
+   * without PIN or biometrics), or another account's user handle.
+   */
+  assert(
+    options: any,
+    origin: string,
+    tamper: { rpId?: string; withoutUserVerification?: boolean; userHandle?: string } = {},
+  ): any {
+    const rpId = tamper.rpId ?? options.rpId;
     const allowed: string[] = (options.allowCredentials ?? []).map((credential: { id: string }) => credential.id);
     const id = allowed.find((candidate) => this.#credentials.has(candidate)) ?? [...this.#credentials.keys()][0];
     const credential = id === undefined ? undefined : this.#credentials.get(id);
     if (!id || !credential) throw new Error('the soft authenticator holds no allowed credential');
     credential.counter += this.counterStep;
-    const authData = authenticatorData(rpId, 0x05, credential.counter);
+    // User present (0x01), and user verified (0x04) unless told otherwise.
+    const authData = authenticatorData(rpId, tamper.withoutUserVerification ? 0x01 : 0x05, credential.counter);
     const clientDataJSON = clientData('webauthn.get', options.challenge, origin);
     const signer = createSign('sha256');
     signer.update(
@@ -79,7 +89,7 @@ export class SoftAuthenticator {
         clientDataJSON,
         authenticatorData: authData.toString('base64url'),
         signature: signer.sign(credential.privateKey).toString('base64url'),
-        userHandle: credential.userHandle,
+        userHandle: tamper.userHandle ?? credential.userHandle,
       },
       clientExtensionResults: {},
       authenticatorAttachment: 'platform',

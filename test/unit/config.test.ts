@@ -37,6 +37,8 @@ describe('loadConfig defaults', () => {
     assert.equal(config.logLevel, 'info');
     assert.equal(config.webhookAllowPrivate, false, 'webhooks: https to public addresses only');
     assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true);
+    assert.equal(config.stepUpMaxAgeSeconds, 600, 'CONTRACT §14: 10 minutes');
+    assert.equal(loadConfig({ STEP_UP_MAX_AGE: '120' }).stepUpMaxAgeSeconds, 120);
   });
 
   test('SMS limits default to the contract: 5 min, 5 attempts, 30 s cooldown, 10 per user an hour, all countries', () => {
@@ -73,7 +75,9 @@ describe('loadConfig defaults', () => {
       rpId: 'auth.example.com',
       rpName: 'Acme',
       origins: ['https://auth.example.com'],
+      userVerification: 'preferred',
     });
+    assert.equal(loadConfig({ WEBAUTHN_USER_VERIFICATION: 'required' }).webauthn.userVerification, 'required');
     assert.deepEqual(
       loadConfig({
         ISSUER: 'https://auth.example.com',
@@ -156,6 +160,9 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://example.org' }, 'WEBAUTHN_ORIGINS'],
     [{ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://app.example.com/path' }, 'WEBAUTHN_ORIGINS'],
     [{ ISSUER: 'https://auth.example.com', WEBAUTHN_ORIGINS: 'https://evil.com' }, 'WEBAUTHN_ORIGINS'],
+    [{ WEBAUTHN_USER_VERIFICATION: 'discouraged' }, 'WEBAUTHN_USER_VERIFICATION'],
+    [{ STEP_UP_MAX_AGE: '10' }, 'STEP_UP_MAX_AGE'],
+    [{ STEP_UP_MAX_AGE: '10m' }, 'STEP_UP_MAX_AGE'],
     [{ WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE'],
     [{ WEBHOOK_ALLOW_PRIVATE: 'TRUE' }, 'WEBHOOK_ALLOW_PRIVATE'],
     [{ SMS_ENROLMENT_HOURLY_LIMIT: '1000' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],

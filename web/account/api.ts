@@ -44,9 +44,9 @@ export interface Factor {
   phone_number?: string;
 }
 
-/** What RFC 9470's challenge asks of a new login. */
+/** What RFC 9470's challenge asks of a new login: a second factor (acr_values), or only a fresh one. */
 export interface StepUpChallenge {
-  acrValues: string;
+  acrValues?: string;
   maxAge: string;
 }
 
@@ -203,10 +203,13 @@ export function createApi(base: URL, hooks: ApiHooks) {
 
 export type Api = ReturnType<typeof createApi>;
 
-/** `WWW-Authenticate: Bearer error="insufficient_user_authentication", acr_values="aal2", max_age=600`. */
+/**
+ * `WWW-Authenticate: Bearer error="insufficient_user_authentication", acr_values="aal2", max_age=600`;
+ * without acr_values (turning MFA on with an old login) only a fresh password login is asked.
+ */
 function stepUpChallengeOf(headers: Headers | undefined): StepUpChallenge {
   const header = headers?.get('www-authenticate') ?? '';
-  const acrValues = /acr_values="([^"]*)"/.exec(header)?.[1] || 'aal2';
+  const acrValues = /acr_values="([^"]*)"/.exec(header)?.[1] || undefined;
   const maxAge = /max_age="?(\d+)"?/.exec(header)?.[1] ?? '600';
   return { acrValues, maxAge };
 }

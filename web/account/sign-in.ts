@@ -115,15 +115,18 @@ export function createSignIn(api: Api, hooks: SignInHooks) {
     focusBefore = document.activeElement instanceof HTMLElement ? document.activeElement : undefined;
     showPasswordStep();
     title.textContent = 'Confirm it is you';
-    intro.textContent =
-      'This change needs a recent sign-in with your second factor. Enter your password, then verify as you do when you sign in.';
+    intro.textContent = challenge.acrValues
+      ? 'This change needs a recent sign-in with your second factor. Enter your password, then verify as you do when you sign in.'
+      : 'This change needs a recent sign-in. Enter your password again.';
     usernameInput.value = username;
     usernameInput.readOnly = true;
     cancelSignIn.hidden = false;
     section.hidden = false;
     document.title = 'Confirm it is you · Account security';
     passwordInput.focus();
-    stepUpExtra = { acr_values: challenge.acrValues, max_age: challenge.maxAge };
+    stepUpExtra = challenge.acrValues
+      ? { acr_values: challenge.acrValues, max_age: challenge.maxAge }
+      : { max_age: challenge.maxAge };
     return new Promise<boolean>((resolve) => {
       stepUpSettle = resolve;
     });

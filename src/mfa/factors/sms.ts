@@ -95,6 +95,8 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock, blocked
         ? new ServiceError('mfa_already_enabled', 'an SMS factor is already enrolled; remove it first')
         : new ServiceError('invalid_mfa_code', 'no code is pending; request one with PUT /mfa/sms/request/');
     }
+    // Judged before the code is spent: a login that may not add a factor now learns nothing of it.
+    await enrolment.requireRoomFor(factor, login);
     const check = await codes.checkCode(login.userId, 'enrol', code);
     if (check.outcome !== 'ok') {
       await audit.record('mfa_code_check', check.outcome, {

@@ -9,6 +9,7 @@ import type { ServiceMetrics } from '../../metrics/metrics.js';
 import type { Factor } from '../../store/mfa-factors.js';
 import type { Store } from '../../store/store.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
+import type { GuessBudget } from '../guess-budget.js';
 import type { LoginProof } from '../step-up.js';
 import type { SecondFactor } from './factor.js';
 
@@ -16,9 +17,12 @@ import type { SecondFactor } from './factor.js';
 const PENDING_TTL_MS = 10 * 60_000;
 /** RFC 6238 §5.2: one step either side absorbs clock drift and typing time. */
 const ACCEPTED_DRIFT_STEPS = 1;
+/** CONTRACT §14: a pending enrolment dies after this many wrong codes, like an SMS code. */
+const MAX_ENROLMENT_ATTEMPTS = 5;
 
 export interface TotpFactorDeps {
   store: Store;
+  guesses: GuessBudget;
   metrics: ServiceMetrics;
   enrolment: Enrolment;
   audit: AuditTrail;
@@ -37,7 +41,16 @@ export interface TotpEnrolmentStart {
 }
 
 /** Authenticator apps (RFC 6238 TOTP): a 160-bit secret shared once, a 6-digit code each 30 s. */
-export function createTotpFactor({ store, metrics, enrolment, audit, clock, sealingKey, serviceName }: TotpFactorDeps) {
+export function createTotpFactor({
+  store,
+  guesses,
+  metrics,
+  enrolment,
+  audit,
+  clock,
+  sealingKey,
+  serviceName,
+}: TotpFactorDeps) {
   const openSecret = (factor: Factor) =>
     Buffer.from(unseal(factor.sealedSecret ?? '', sealingKey, factor.id), 'base64url');
 
@@ -113,7 +126,11 @@ export function createTotpFactor({ store, metrics, enrolment, audit, clock, seal
     return { factorId: id, secret: encoded, otpauthUri: otpauthUri(serviceName, user.username, encoded) };
   }
 
-  /** Verifies the pending TOTP factor with a code from the app; throws `invalid_mfa_code` otherwise. */
+  /**
+   * Verifies the pending TOTP factor with a code from the app; throws `invalid_mfa_code` for a wrong
+   * code or a dead enrolment, 429 `mfa_throttled` past the user's guess budget, and the step-up
+   * rule's 401 when this login may not add a factor now.
+   */
   async function confirmEnrolment(login: LoginProof, code: string, context: RequestContext): Promise<MfaStatus> {
     const factors = await store.factors.listFactors(login.userId);
     const pending = factors.find((candidate) => candidate.type === 'totp' && candidate.status === 'pending');
@@ -123,7 +140,16 @@ export function createTotpFactor({ store, metrics, enrolment, audit, clock, seal
         'no authenticator app enrolment is pending (they last 10 minutes); start one with PUT /mfa/totp/request/',
       );
     }
-    const match = matchStep(pending, code);
+    await enrolment.requireRoomFor(factor, login);
+    // Counted before it is judged, on the enrolment and in the user's guess budget (CONTRACT §14):
+    // of many codes sent at once, at most five are judged.
+    if (!(await store.factors.countEnrolmentAttempt(pending.id, MAX_ENROLMENT_ATTEMPTS))) {
+      throw new ServiceError(
+        'invalid_mfa_code',
+        `this enrolment had ${MAX_ENROLMENT_ATTEMPTS} wrong codes and is closed; start again with PUT /mfa/totp/request/ (the app needs the new key)`,
+      );
+    }
+    const match = await guesses.judgeGuess(login.userId, context, async () => matchStep(pending, code) ?? false);
     if (!match) {
       metrics.codeChecked('enrol', 'wrong', 'totp');
       await audit.record('mfa_code_check', 'wrong', {

@@ -10,6 +10,7 @@ import {
 } from '@simplewebauthn/server';
 import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
 import type { Clock } from '../../clock.js';
+import type { WebauthnConfig } from '../../config.js';
 import { sha256 } from '../../crypto/secrets.js';
 import { ServiceError } from '../../errors.js';
 import type { ServiceMetrics } from '../../metrics/metrics.js';
@@ -26,11 +27,7 @@ const CHALLENGE_TTL_MS = 5 * 60_000;
 /** WebAuthn Level 3's AuthenticatorTransport values, the hints later options may echo back. */
 const KNOWN_TRANSPORTS = new Set(['usb', 'nfc', 'ble', 'smart-card', 'hybrid', 'internal']);
 
-export interface WebauthnSettings {
-  rpId: string;
-  rpName: string;
-  origins: readonly string[];
-}
+export type WebauthnSettings = WebauthnConfig;
 
 /** A passkey as stored in its factor's `data` (public facts only; `counter` has its own column). */
 interface StoredCredential {
@@ -88,7 +85,7 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
           const credential = credentialOf(passkey);
           return { id: credential.id, transports: credential.transports };
         }),
-        userVerification: 'preferred',
+        userVerification: settings.userVerification,
         timeout: CHALLENGE_TTL_MS,
       });
       await storeChallenge(user.id, 'login', options.challenge);
@@ -109,6 +106,12 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
       const response = proof as unknown as AuthenticationResponseJSON;
       const passkey = factors.find((candidate) => credentialOf(candidate).id === response.id);
       if (!passkey) return refuse('the credential is not one of this user’s passkeys');
+      // WebAuthn §7.2 step 6: a user handle, when the authenticator returns one, names the
+      // credential's owner; an assertion naming another account is not this user's.
+      const userHandle = response.response?.userHandle;
+      if (userHandle !== undefined && userHandle !== userHandleOf(user.id)) {
+        return refuse('the passkey answered for another account (its user handle is not this user’s)');
+      }
       const challenge = await liveChallenge(user.id, 'login');
       if (!challenge)
         return refuse('no passkey challenge is pending (they last 5 minutes); log in again for a new one');
@@ -127,12 +130,12 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
             counter: passkey.counter ?? 0,
             transports: credential.transports,
           },
-          requireUserVerification: false,
+          requireUserVerification: settings.userVerification === 'required',
         });
         if (!verification.verified) return refuse('the passkey assertion did not verify');
         newCounter = verification.authenticationInfo.newCounter;
       } catch (error) {
-        return refuse(`the passkey assertion did not verify: ${error instanceof Error ? error.message : 'malformed'}`);
+        return refuse(whyAssertionFailed(error));
       }
       // Conditional updates settle replays and races: the challenge is spent once, and a counter
       // (when the authenticator keeps one) only goes up.
@@ -167,7 +170,7 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
         const credential = credentialOf(passkey);
         return { id: credential.id, transports: credential.transports };
       }),
-      authenticatorSelection: { residentKey: 'preferred', userVerification: 'preferred' },
+      authenticatorSelection: { residentKey: 'preferred', userVerification: settings.userVerification },
       timeout: CHALLENGE_TTL_MS,
     });
     await storeChallenge(login.userId, 'register', options.challenge, name);
@@ -181,6 +184,7 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
     name: string | undefined,
     context: RequestContext,
   ): Promise<MfaStatus> {
+    await enrolment.requireRoomFor(factor, login);
     const challenge = await liveChallenge(login.userId, 'register');
     if (!challenge) {
       throw new ServiceError(
@@ -195,12 +199,12 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
         expectedChallenge: (presented) => sha256(presented) === challenge.challengeHash,
         expectedOrigin: [...settings.origins],
         expectedRPID: settings.rpId,
-        requireUserVerification: false,
+        requireUserVerification: settings.userVerification === 'required',
       });
     } catch (error) {
       throw new ServiceError(
         'invalid_credential',
-        `the passkey registration did not verify: ${error instanceof Error ? error.message : 'malformed'}`,
+        `the passkey registration did not verify: ${whyCeremonyFailed(error)}`,
       );
     }
     if (!verified.verified) throw new ServiceError('invalid_credential', 'the passkey registration did not verify');
@@ -238,6 +242,32 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
 }
 
 export type WebauthnFactor = ReturnType<typeof createWebauthnFactor>;
+
+/** The user handle passkeys are registered with: the user's id, as bytes (base64url on the wire). */
+function userHandleOf(userId: string): string {
+  return Buffer.from(userId, 'utf8').toString('base64url');
+}
+
+/**
+ * Why @simplewebauthn refused a ceremony, in our words: its messages name its internals
+ * ("Response counter value 6 was lower than expected 10"), which tell a caller nothing to do.
+ */
+function whyCeremonyFailed(error: unknown): string {
+  const message = error instanceof Error ? error.message : '';
+  if (/origin/i.test(message)) return 'it was made on another site (origin) than this service';
+  if (/RP ?ID/i.test(message)) return 'it belongs to another site (relying party) than this service';
+  if (/challenge/i.test(message)) return 'it answers another challenge; ask for new options and try again';
+  if (/counter/i.test(message)) return 'its signature counter went backwards: the credential may be cloned';
+  if (/user verification|could not be verified/i.test(message)) {
+    return 'the authenticator did not verify the person (PIN or biometrics), which this service requires';
+  }
+  if (/not present|presence/i.test(message)) return 'the authenticator was not touched (no user presence)';
+  return 'it is malformed or its signature is wrong';
+}
+
+function whyAssertionFailed(error: unknown): string {
+  return `the passkey assertion did not verify: ${whyCeremonyFailed(error)}`;
+}
 
 /** The stored passkey, its transports filtered again: rows stored before they were filtered may hold anything. */
 function credentialOf(factor: Factor): StoredCredential {
