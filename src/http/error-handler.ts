@@ -8,7 +8,7 @@ import type {
   HTTPMethods,
 } from 'fastify';
 import { type ErrorCode, ServiceError } from '../errors.js';
-import { StepUpRequired } from '../mfa/step-up.js';
+import { StepUpRequired } from '../logins/step-up.js';
 import { isDatabaseUnavailable } from '../store/database.js';
 
 /** The only code → status table; a new ErrorCode without a status does not compile. */

@@ -3,8 +3,8 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash, randomDigits } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import type { LoginProof, StepUp } from '../logins/step-up.js';
 import type { Store } from '../store/store.js';
-import type { LoginProof, StepUp } from './step-up.js';
 
 const SET_SIZE = 10;
 

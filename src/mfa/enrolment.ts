@@ -1,12 +1,12 @@
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
-import type { Sessions } from '../oauth/sessions.js';
+import type { Sessions } from '../logins/sessions.js';
+import type { LoginProof, StepUp } from '../logins/step-up.js';
 import type { Factor } from '../store/mfa-factors.js';
 import type { Store } from '../store/store.js';
 import { type FactorType, type SecondFactor, toFactorType } from './factors/factor.js';
 import type { MfaRemoval } from './mfa-removal.js';
-import type { LoginProof, StepUp } from './step-up.js';
 
 /** The seed's status object: MFA on, the default factor's type, the SMS number. */
 export interface MfaStatus {

@@ -1,6 +1,7 @@
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
+import { ACR_VALUES, type Acr, acrOf, meetsAcr } from '../logins/step-up.js';
 import type { Factor } from '../store/mfa-factors.js';
 import type { Store } from '../store/store.js';
 import type { BackupCodes } from './backup-codes.js';
@@ -15,7 +16,6 @@ import {
   toFactorType,
 } from './factors/factor.js';
 import type { GuessBudget } from './guess-budget.js';
-import { ACR_VALUES, type Acr, acrOf, meetsAcr } from './step-up.js';
 
 /** What a token request carries besides the password. */
 export interface SecondStep {

@@ -1,6 +1,6 @@
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
-import type { Sessions } from '../oauth/sessions.js';
+import type { Sessions } from '../logins/sessions.js';
 import type { Store } from '../store/store.js';
 
 /** Who turns MFA off: the user, from a login that is kept, or the operator, who spares no login. */

@@ -2,7 +2,7 @@ import { verify as cryptoVerify, KeyObject, randomUUID, type webcrypto } from 'n
 import { errors, jwtVerify, SignJWT } from 'jose';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
-import { type Acr, acrOf } from '../mfa/step-up.js';
+import { type Acr, acrOf } from '../logins/step-up.js';
 import type { Factor } from '../store/mfa-factors.js';
 import type { Store } from '../store/store.js';
 import { SIGNING_ALG, type SigningKeys } from './signing-keys.js';

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
-import { acrOf } from '../mfa/step-up.js';
+import { acrOf } from '../logins/step-up.js';
 import type { Store } from '../store/store.js';
 import type { AccessTokens } from './access-tokens.js';
 

@@ -2,8 +2,8 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import type { Sessions } from '../logins/sessions.js';
 import type { Store } from '../store/store.js';
-import type { Sessions } from './sessions.js';
 import type { TokenIssuer, TokenResponse } from './token-issuer.js';
 
 export interface RefreshGrantDeps {

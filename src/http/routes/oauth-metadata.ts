@@ -1,4 +1,4 @@
-import { ACR_VALUES } from '../../mfa/step-up.js';
+import { ACR_VALUES } from '../../logins/step-up.js';
 import type { SigningKeys } from '../../oauth/signing-keys.js';
 import type { App } from '../app-types.js';
 import { AuthorizationServerMetadata, JsonWebKeySet } from '../schemas.js';

@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
 import type { Clock } from '../../clock.js';
 import { ServiceError } from '../../errors.js';
+import type { LoginProof } from '../../logins/step-up.js';
 import type { Factor } from '../../store/mfa-factors.js';
 import type { Store } from '../../store/store.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
 import type { OneTimeCodes } from '../one-time-codes.js';
 import { parsePhoneNumber, parseSmsDestination } from '../phone-numbers.js';
-import type { LoginProof } from '../step-up.js';
 import type { SecondFactor } from './factor.js';
 
 export interface SmsFactorDeps {

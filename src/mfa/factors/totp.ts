@@ -5,12 +5,12 @@ import { seal, unseal } from '../../crypto/sealing.js';
 import { safeEqual } from '../../crypto/secrets.js';
 import { base32, hotp, totpStep } from '../../crypto/totp.js';
 import { ServiceError } from '../../errors.js';
+import type { LoginProof } from '../../logins/step-up.js';
 import type { ServiceMetrics } from '../../metrics/metrics.js';
 import type { Factor } from '../../store/mfa-factors.js';
 import type { Store } from '../../store/store.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
 import type { GuessBudget } from '../guess-budget.js';
-import type { LoginProof } from '../step-up.js';
 import type { SecondFactor } from './factor.js';
 
 /** A pending enrolment lives this long (CONTRACT §11). */

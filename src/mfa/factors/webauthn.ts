@@ -13,12 +13,12 @@ import type { Clock } from '../../clock.js';
 import type { WebauthnConfig } from '../../config.js';
 import { sha256 } from '../../crypto/secrets.js';
 import { ServiceError } from '../../errors.js';
+import type { LoginProof } from '../../logins/step-up.js';
 import type { ServiceMetrics } from '../../metrics/metrics.js';
 import type { Factor } from '../../store/mfa-factors.js';
 import type { Store } from '../../store/store.js';
 import type { ChallengePurpose } from '../../store/webauthn-challenges.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
-import type { LoginProof } from '../step-up.js';
 import type { SecondFactor } from './factor.js';
 
 /** CONTRACT §12: a challenge lives 5 minutes. */
