@@ -1,8 +1,8 @@
 // `npm run build`: bundles the service and its commands into dist/ with esbuild. One bundle loads
 // and holds less than hundreds of separate modules (idle memory 110 → 81 MB, ready 1.35 → 0.66 s:
 // docs/PERFORMANCE.md). Native addons and pg (loaded only for PostgreSQL) stay in node_modules.
-// Types are checked by `npm run typecheck`, not here. The account page (web/account/) is bundled for
-// browsers into dist/account/: see buildAccountPage below.
+// Types are checked by `npm run typecheck`, not here. The browser pages (web/<page>/, with what they
+// share in web/shared/) are bundled for browsers into dist/<page>/: see buildPage below.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
@@ -22,6 +22,9 @@ if (existsSync('dist/main.js') && statSync('dist/main.js').mtimeMs > Math.max(..
   process.exit(0);
 }
 
+/** The browser pages: each is web/<name>/ (index.html and main.ts), served at /<name>/ from dist/<name>/. */
+const PAGES = ['account'];
+
 // Built beside dist/ and then swapped in, so dist/ is never half written.
 const staging = `dist.${process.pid}`;
 await build({
@@ -40,21 +43,23 @@ await build({
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   logLevel: 'warning',
 });
-await buildAccountPage(join(staging, 'account'));
+for (const page of PAGES) await buildPage(page, join(staging, page));
 const previous = `dist.old.${process.pid}`;
 if (existsSync('dist')) renameSync('dist', previous);
 renameSync(staging, 'dist');
 rmSync(previous, { recursive: true, force: true });
 
 /**
- * The account page: its script and style sheet bundled by esbuild, every file named by a hash of its
- * content (served with a year-long immutable cache), and index.html written from web/account/index.html
- * with those names and the script's Subresource Integrity hash (the HTML itself is never cached).
+ * One page: its script (web/<page>/main.ts) and the shared style sheet bundled by esbuild, the shared
+ * icon copied, every file named by a hash of its content (served with a year-long immutable cache),
+ * and index.html written from web/<page>/index.html with those names and the Subresource Integrity
+ * hashes of the script and style sheet (the HTML itself is never cached). Each page gets its own
+ * copy of the shared files, so a page's folder holds everything it names.
  */
-async function buildAccountPage(outdir) {
+async function buildPage(page, outdir) {
   const assets = join(outdir, 'assets');
   const result = await build({
-    entryPoints: ['web/account/main.ts', 'web/account/style.css'],
+    entryPoints: [`web/${page}/main.ts`, 'web/shared/style.css'],
     outdir: assets,
     entryNames: '[name]-[hash]',
     bundle: true,
@@ -70,7 +75,7 @@ async function buildAccountPage(outdir) {
     if (output.entryPoint) named[basename(output.entryPoint)] = file;
   }
   mkdirSync(assets, { recursive: true });
-  const icon = readFileSync('web/account/icon.svg');
+  const icon = readFileSync('web/shared/icon.svg');
   const iconName = `icon-${hashOf(icon, 'sha256', 'hex').slice(0, 8)}.svg`;
   writeFileSync(join(assets, iconName), icon);
   const script = named['main.ts'];
@@ -82,11 +87,13 @@ async function buildAccountPage(outdir) {
     '%STYLE_INTEGRITY%': `sha384-${hashOf(readFileSync(style), 'sha384', 'base64')}`,
     '%ICON%': `assets/${iconName}`,
   };
-  let html = readFileSync('web/account/index.html', 'utf8');
+  let html = readFileSync(`web/${page}/index.html`, 'utf8');
   for (const [placeholder, value] of Object.entries(replacements)) html = html.replaceAll(placeholder, value);
+  const unfilled = /%[A-Z_]+%/.exec(html)?.[0];
+  if (unfilled) throw new Error(`web/${page}/index.html names ${unfilled}, which the build does not fill`);
   writeFileSync(join(outdir, 'index.html'), html);
   for (const file of readdirSync(assets)) {
-    if (!['.js', '.css', '.svg'].includes(extname(file))) throw new Error(`unexpected account page asset ${file}`);
+    if (!['.js', '.css', '.svg'].includes(extname(file))) throw new Error(`unexpected ${page} page asset ${file}`);
   }
 }
 

@@ -12,12 +12,12 @@ import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
 import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
 import { createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
-import { accountRoutes, findAccountPageDir, loadAccountPage } from './http/routes/account.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes } from './http/routes/oauth.js';
 import { oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
 import { operationsRoutes } from './http/routes/operations.js';
+import { findPageDir, loadPage, pageRoutes } from './http/routes/pages.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
@@ -67,8 +67,8 @@ export interface AppDeps {
   logStream?: DestinationStream;
   /** Where the console SMS sink prints (default stderr). */
   consoleSmsWrite?: (line: string) => void;
-  /** The built account page's folder (default: dist/account of this checkout). */
-  accountPageDir?: string;
+  /** The folder of the built pages, one folder each (default: dist/ of this checkout). */
+  pagesDir?: string;
 }
 
 /** Paths the logger blanks, should anything ever put them in a log line. */
@@ -199,8 +199,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const deliveryWorker = createDeliveryWorker({ store, clock, metrics, log: rootLogger, ...webhookSettings });
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin(config.adminToken);
-  const accountPageDir = deps.accountPageDir ?? findAccountPageDir();
-  const accountPage = loadAccountPage(accountPageDir);
+  const accountPageDir = findPageDir('account', deps.pagesDir);
+  const accountPage = loadPage(accountPageDir);
   if (!accountPage) {
     rootLogger.warn(
       `the account page is not built (no ${accountPageDir ?? 'dist/account beside a package.json'}/index.html): /account/ answers 503; run npm run build`,
@@ -284,7 +284,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     registry,
     requireMetricsToken: createRequireMetricsToken(config.metricsToken),
   });
-  accountRoutes(app, { page: accountPage });
+  pageRoutes(app, { name: 'account', page: accountPage });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.

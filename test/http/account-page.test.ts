@@ -96,8 +96,8 @@ describe('the account page’s files (CONTRACT §17)', () => {
 
 describe('without a build', () => {
   test('GET /account/ answers 503 saying to run the build; the API still works', async () => {
-    const empty = mkdtempSync(join(tmpdir(), 'no-account-page-'));
-    const unbuilt = await startService({ accountPageDir: empty });
+    const empty = mkdtempSync(join(tmpdir(), 'no-pages-'));
+    const unbuilt = await startService({ pagesDir: empty });
     try {
       const response = await unbuilt.call('/account/');
       assert.equal(response.status, 503);

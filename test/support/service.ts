@@ -52,8 +52,8 @@ export interface ServiceOptions {
    * release would have left it; the service then migrates it to the latest schema at start.
    */
   legacy?: { version: string; seed: (db: Kysely<any>) => Promise<void> };
-  /** Where the built account page is read from (default: this checkout's dist/account). */
-  accountPageDir?: string;
+  /** Where the built pages are read from, one folder each (default: this checkout's dist/). */
+  pagesDir?: string;
   /** The service's clock (default: a TestClock at the present time). */
   clock?: TestClock;
 }
@@ -94,7 +94,7 @@ export async function startService(options: ServiceOptions = {}) {
     await options.legacy.seed(db as unknown as Kysely<any>);
   }
   await migrateToLatest(db);
-  const app = await buildApp(config, { db, clock, logStream, accountPageDir: options.accountPageDir });
+  const app = await buildApp(config, { db, clock, logStream, pagesDir: options.pagesDir });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 

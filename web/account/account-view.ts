@@ -5,10 +5,11 @@ import {
 } from '@simplewebauthn/browser';
 import { generate } from 'lean-qr';
 import { toSvg } from 'lean-qr/extras/svg';
-import { type Api, ApiError, Cancelled, type Factor, SessionEnded } from './api.js';
-import { button, byId, digitsOf, el, grouped, whileBusy } from './dom.js';
+import { ApiError } from '../shared/api-error.js';
+import { button, byId, digitsOf, el, grouped, whileBusy } from '../shared/dom.js';
+import { clearNotices, say, warn } from '../shared/notices.js';
+import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { describeError, type Step } from './messages.js';
-import { clearNotices, say, warn } from './notices.js';
 
 const TYPE_LABELS: Record<Factor['type'], string> = {
   webauthn: 'Passkey',

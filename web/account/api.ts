@@ -1,18 +1,6 @@
 // The service's API as the page uses it. The tokens live in this module's memory only (no storage,
 // no cookies): closing or reloading the tab ends the page's hold on the login.
-
-/** An error answer `{error, error_description}`, with its status and any `Retry-After`. */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    readonly description: string,
-    readonly retryAfterSeconds?: number,
-    readonly headers?: Headers,
-  ) {
-    super(`${code}: ${description}`);
-  }
-}
+import { ApiError } from '../shared/api-error.js';
 
 /** The person gave up a step the call needed (the re-authentication); nothing was changed. */
 export class Cancelled extends Error {}

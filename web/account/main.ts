@@ -1,9 +1,9 @@
 // The account page (CONTRACT §17): sign in, then manage second factors and backup codes. Served by
 // the service at <base>/account/; everything it calls is on the same origin, under <base>/.
+import { byId } from '../shared/dom.js';
+import { say, warn } from '../shared/notices.js';
 import { createAccountView } from './account-view.js';
 import { createApi } from './api.js';
-import { byId } from './dom.js';
-import { say, warn } from './notices.js';
 import { createSignIn } from './sign-in.js';
 
 const base = new URL('../', location.href);

@@ -1,113 +1,51 @@
+// What the account page says about the errors of managing factors (enrolment, removal, step-up);
+// every other error is described as on any page, by web/shared/messages.ts.
 import { WebAuthnError } from '@simplewebauthn/browser';
-import { ApiError } from './api.js';
+import { ApiError } from '../shared/api-error.js';
+import * as shared from '../shared/messages.js';
 
 /** What the person was doing, for the errors whose meaning depends on it. */
-export type Step = 'password' | 'code' | 'backup_code' | 'passkey' | 'enrol_code' | 'phone' | 'other';
-
-const FACTOR_WORDS: Record<string, string> = {
-  sms: 'phone for SMS codes',
-  totp: 'authenticator app',
-  webauthn: 'passkey',
-};
-
-/** "45 seconds", "2 minutes", "1 hour". */
-export function waitInWords(seconds: number | undefined): string {
-  if (seconds === undefined) return 'a little while';
-  if (seconds < 60) return plural(Math.ceil(seconds), 'second');
-  if (seconds < 3600) return plural(Math.ceil(seconds / 60), 'minute');
-  return plural(Math.ceil(seconds / 3600), 'hour');
-}
-
-function plural(count: number, unit: string): string {
-  return `${count} ${unit}${count === 1 ? '' : 's'}`;
-}
+export type Step = shared.SignInStep | 'enrol_code' | 'phone';
 
 /** A sentence a person can act on, for any error the API or the browser raises. */
 export function describeError(error: unknown, step: Step = 'other'): string {
-  if (error instanceof ApiError) return describeApiError(error, step);
-  if (error instanceof WebAuthnError || (error instanceof Error && error.name.endsWith('Error'))) {
-    const passkeyMessage = describePasskeyError(error);
-    if (passkeyMessage) return passkeyMessage;
-  }
-  return `Something went wrong: ${error instanceof Error ? error.message : String(error)}`;
+  const accountMessage =
+    error instanceof ApiError ? describeAccountApiError(error, step) : describeEnrolmentError(error);
+  if (accountMessage) return accountMessage;
+  return shared.describeError(error, step === 'enrol_code' || step === 'phone' ? 'other' : step);
 }
 
-function describeApiError(error: ApiError, step: Step): string {
-  const wait = waitInWords(error.retryAfterSeconds);
+/** The API's errors about factors and changes to them, or undefined for the others. */
+function describeAccountApiError(error: ApiError, step: Step): string | undefined {
   switch (error.code) {
-    case 'network_error':
-      return 'The service could not be reached. Check your connection and try again.';
-    case 'invalid_grant':
-      if (step === 'password') return 'The username or password is wrong.';
-      if (step === 'passkey') return 'The passkey could not be verified. Try again, or choose another way.';
-      if (step === 'backup_code') return 'That backup code is wrong or was already used.';
-      return 'That code is wrong, expired or already used. Check it and try again.';
-    case 'invalid_mfa_code':
-      return 'That code is wrong, expired or already used. Check it and try again.';
-    case 'login_throttled':
-      return `Too many failed sign-ins. Try again in ${wait}.`;
-    case 'mfa_throttled':
-      return `Too many wrong codes. Try again in ${wait}.`;
-    case 'sms_cooldown':
-      return `A code was sent moments ago. You can ask for another in ${wait}; the one sent still works.`;
-    case 'sms_rate_limited':
-      return `Too many codes were sent lately. Try again in ${wait}.`;
-    case 'phone_number_rejected':
-      return 'The SMS provider refused this number. Check it, or use another phone.';
-    case 'phone_number_not_allowed':
-      return 'This service does not send SMS to that country.';
-    case 'sms_unavailable':
-      return 'The SMS could not be sent: the provider failed. Try again in a minute.';
-    case 'sms_timeout':
-      return 'The SMS provider did not answer in time. The code may still arrive; wait a minute before asking for another.';
     case 'invalid_credential':
       return `The passkey could not be added: ${error.description}.`;
     case 'too_many_factors':
     case 'mfa_already_enabled':
-      return `${capitalised(error.description)}.`;
+      return `${shared.capitalised(error.description)}.`;
     case 'mfa_not_enabled':
       return 'Add a second factor first.';
     case 'not_found':
       return 'That factor no longer exists; the list is now up to date.';
-    case 'database_unavailable':
-    case 'server_error':
-    case 'not_ready':
-      return `The service is having trouble right now. Try again in ${wait}.`;
     case 'insufficient_user_authentication':
       return 'This change needs you to confirm it is you.';
     case 'invalid_phone_number':
       // "phone_number is not a possible number for its country" → "it is not a possible number …".
       return `That phone number cannot be used: ${error.description.replace(/^phone_number /, 'it ').replace(/\.$/, '')}.`;
-    case 'invalid_request': {
+    case 'invalid_request':
       if (step === 'phone') return `That phone number cannot be used: ${error.description}.`;
-      // Asked for a factor the person does not have (offered when the service could not say which they have).
-      const missing = /^mfa_type (\w+) is not enrolled/.exec(error.description)?.[1];
-      if (missing) return `Your account has no ${FACTOR_WORDS[missing] ?? missing}. Choose another way to verify.`;
-      return `${capitalised(error.description)}.`;
-    }
+      return undefined;
     default:
-      if (error.status === 429)
-        return `${capitalised(error.description || 'too many attempts')}. Try again in ${wait}.`;
-      return `${capitalised(error.description || 'the service refused the request')}.`;
+      return undefined;
   }
 }
 
-/** The browser's own refusals (WebAuthn), or undefined for anything else. */
-function describePasskeyError(error: Error): string | undefined {
+/** The browser's refusal to make a second passkey on one device for one account, or undefined. */
+function describeEnrolmentError(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
   const code = error instanceof WebAuthnError ? error.code : undefined;
   if (code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED' || error.name === 'InvalidStateError') {
     return 'This device already holds a passkey for your account.';
   }
-  if (code === 'ERROR_INVALID_DOMAIN' || code === 'ERROR_INVALID_RP_ID' || error.name === 'SecurityError') {
-    return 'The browser refused passkeys on this address. Open this page at the service’s own address (its ISSUER), by a domain name such as localhost, not an IP address, and over HTTPS anywhere but localhost.';
-  }
-  if (error.name === 'NotAllowedError' || error.name === 'AbortError') {
-    return 'The passkey request was cancelled or timed out. Try again when you are ready.';
-  }
-  if (error.name === 'NotSupportedError') return 'This browser or device cannot make a passkey of a supported kind.';
   return undefined;
-}
-
-function capitalised(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1).replace(/\.$/, '');
 }

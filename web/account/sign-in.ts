@@ -1,16 +1,9 @@
 import { type PublicKeyCredentialRequestOptionsJSON, startAuthentication } from '@simplewebauthn/browser';
-import {
-  type Api,
-  ApiError,
-  type FactorType,
-  isTokens,
-  type MfaRequired,
-  type StepUpChallenge,
-  type Tokens,
-} from './api.js';
-import { byId, digitsOf, el, whileBusy } from './dom.js';
+import { ApiError } from '../shared/api-error.js';
+import { byId, digitsOf, el, whileBusy } from '../shared/dom.js';
+import { clearNotices, say, warn } from '../shared/notices.js';
+import { type Api, type FactorType, isTokens, type MfaRequired, type StepUpChallenge, type Tokens } from './api.js';
 import { describeError, type Step } from './messages.js';
-import { clearNotices, say, warn } from './notices.js';
 
 type Method = FactorType | 'backup';
 

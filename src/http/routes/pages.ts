@@ -5,8 +5,11 @@ import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../errors.js';
 import type { App } from '../app-types.js';
 
-/** The built account page (CONTRACT §17), read once at start. */
-export interface AccountPage {
+/**
+ * A built browser page (web/<name>/, bundled by `npm run build` into dist/<name>/; the account page
+ * is CONTRACT §17), read once at start.
+ */
+export interface Page {
   html: Buffer;
   /** By file name; every name carries a hash of its content. */
   assets: ReadonlyMap<string, { body: Buffer; contentType: string }>;
@@ -15,9 +18,10 @@ export interface AccountPage {
 /**
  * Only the page's own files run or style it: no inline script or style, no other origin. The QR
  * code is drawn as SVG elements, so images need no `data:`; Trusted Types make any HTML-string
- * sink (innerHTML and the like) throw, since the page builds its DOM from elements and text only.
+ * sink (innerHTML and the like) throw, since the pages build their DOM from elements and text only.
+ * One policy for every page: what one page may do, the others may too.
  */
-export const ACCOUNT_PAGE_CSP = [
+export const PAGE_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",
@@ -32,7 +36,7 @@ export const ACCOUNT_PAGE_CSP = [
 ].join('; ');
 
 const SECURITY_HEADERS = {
-  'content-security-policy': ACCOUNT_PAGE_CSP,
+  'content-security-policy': PAGE_CSP,
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
   'referrer-policy': 'no-referrer',
@@ -46,19 +50,24 @@ const CONTENT_TYPES: Record<string, string> = {
 };
 
 /**
- * Where `npm run build` puts the page: dist/account beside the package.json above this module, so
- * that the bundle (dist/main.js) and the source run by tsx (src/http/routes/account.ts) find the same
- * folder. Undefined when no package.json is above.
+ * Where `npm run build` puts the pages: dist/ beside the package.json above this module, so that the
+ * bundle (dist/main.js) and the source run by tsx (src/http/routes/pages.ts) find the same folder.
+ * Undefined when no package.json is above.
  */
-export function findAccountPageDir(from: string = fileURLToPath(import.meta.url)): string | undefined {
+export function findPagesDir(from: string = fileURLToPath(import.meta.url)): string | undefined {
   for (let dir = dirname(from); ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return join(dir, 'dist', 'account');
+    if (existsSync(join(dir, 'package.json'))) return join(dir, 'dist');
     if (dirname(dir) === dir) return undefined;
   }
 }
 
+/** The built page `name`'s folder in `pagesDir` (default: this checkout's dist/); undefined without one. */
+export function findPageDir(name: string, pagesDir: string | undefined = findPagesDir()): string | undefined {
+  return pagesDir === undefined ? undefined : join(pagesDir, name);
+}
+
 /** Reads the built page from `dir`; undefined when it was not built there. */
-export function loadAccountPage(dir: string | undefined): AccountPage | undefined {
+export function loadPage(dir: string | undefined): Page | undefined {
   if (dir === undefined || !existsSync(join(dir, 'index.html'))) return undefined;
   const assetsDir = join(dir, 'assets');
   const assets = new Map<string, { body: Buffer; contentType: string }>();
@@ -71,14 +80,17 @@ export function loadAccountPage(dir: string | undefined): AccountPage | undefine
 
 const AssetParams = Type.Object({ name: Type.String({ maxLength: 100 }) });
 
-/** `GET /account/`: the self-service page and its static files, on the service's own origin. */
-export function accountRoutes(app: App, { page }: { page: AccountPage | undefined }) {
+/**
+ * `GET /<name>/`: a page and its static files, on the service's own origin; 503 while `page` is
+ * undefined (not built).
+ */
+export function pageRoutes(app: App, { name, page }: { name: string; page: Page | undefined }) {
   const notBuilt = () =>
-    new ServiceError('not_ready', 'the account page is not built: run `npm run build` (npm start does it)');
+    new ServiceError('not_ready', `the ${name} page is not built: run \`npm run build\` (npm start does it)`);
 
-  app.get('/account/', { schema: { hide: true } }, async (request, reply) => {
-    // The page names its files and the API relative to itself, so it must be at …/account/.
-    if (!request.url.split('?')[0]?.endsWith('/')) return reply.redirect('account/', 308);
+  app.get(`/${name}/`, { schema: { hide: true } }, async (request, reply) => {
+    // The page names its files and the API relative to itself, so it must be at …/<name>/.
+    if (!request.url.split('?')[0]?.endsWith('/')) return reply.redirect(`${name}/`, 308);
     if (!page) throw notBuilt();
     // no-cache: the HTML names the current hashed files, so it is checked on every visit.
     return reply
@@ -86,10 +98,10 @@ export function accountRoutes(app: App, { page }: { page: AccountPage | undefine
       .send(page.html);
   });
 
-  app.get('/account/assets/:name', { schema: { hide: true, params: AssetParams } }, async (request, reply) => {
+  app.get(`/${name}/assets/:name`, { schema: { hide: true, params: AssetParams } }, async (request, reply) => {
     if (!page) throw notBuilt();
     const asset = page.assets.get(request.params.name);
-    if (!asset) throw new ServiceError('not_found', 'the account page has no such file');
+    if (!asset) throw new ServiceError('not_found', `the ${name} page has no such file`);
     // Named by their content: a changed file gets a new name, so a year-long cache is safe.
     return reply
       .headers({
