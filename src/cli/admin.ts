@@ -150,8 +150,8 @@ const COMMANDS: Record<string, Command> = {
   },
   'rotate-signing-key': {
     usage: 'rotate-signing-key',
-    summary: 'make a new signing key active; older keys stay published until their tokens expire',
-    help: 'Running nodes start signing with the new key within 10 s.',
+    summary: 'make a new signing key per algorithm active; older keys stay published until their tokens expire',
+    help: 'Prints the kid of the new EdDSA key, the one access tokens name. Running nodes start signing\nwith the new keys within 10 s.',
     arity: 0,
     async run(_args, { signingKeys }) {
       print(`new signing key ${await (await signingKeys()).rotate()}`);

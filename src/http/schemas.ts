@@ -303,8 +303,9 @@ export const AuthorizationServerMetadata = Type.Object(
 );
 
 /**
- * RFC 7517 §5 JWK set. Closed on purpose: the serializer writes only public members, so a private
- * one (`d`) could never reach the answer even if a key object carried it.
+ * RFC 7517 §5 JWK set. Closed on purpose: the serializer writes only public members (RFC 7518 §6:
+ * `crv`, `x`, `y` of EC and OKP keys; `n`, `e` of RSA ones), so a private one (`d`, `p`, `q` …)
+ * could never reach the answer even if a key object carried it.
  */
 export const JsonWebKeySet = Type.Object({
   keys: Type.Array(
@@ -313,6 +314,8 @@ export const JsonWebKeySet = Type.Object({
       crv: Type.Optional(Type.String()),
       x: Type.Optional(Type.String()),
       y: Type.Optional(Type.String()),
+      n: Type.Optional(Type.String()),
+      e: Type.Optional(Type.String()),
       kid: Type.Optional(Type.String()),
       alg: Type.Optional(Type.String()),
       use: Type.Optional(Type.String()),
@@ -320,6 +323,7 @@ export const JsonWebKeySet = Type.Object({
   ),
 });
 
+/** A rotation makes a key of every algorithm; `kid` is the new EdDSA key's, the one access tokens name. */
 export const SigningKeyCreated = Type.Object({ kid: Type.String() });
 
 export function toMfaStatusBody(status: MfaStatusRecord): Static<typeof MfaStatus> {

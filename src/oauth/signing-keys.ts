@@ -1,15 +1,49 @@
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
+import {
+  calculateJwkThumbprint,
+  exportJWK,
+  type GenerateKeyPairOptions,
+  generateKeyPair,
+  importJWK,
+  type JWK,
+} from 'jose';
 import type { Clock } from '../clock.js';
 import { seal, UnsealError, unseal } from '../crypto/sealing.js';
 import { deriveKey } from '../crypto/secrets.js';
 import type { StoredSigningKey } from '../store/signing-keys.js';
 import type { Store } from '../store/store.js';
 
-export const SIGNING_ALG = 'EdDSA';
+/**
+ * What a client may register as `id_token_signed_response_alg`. RS256 is what every relying party
+ * assumes when it registers none (OpenID Connect Registration §2); the service keeps one active key
+ * of each.
+ */
+export const ID_TOKEN_ALGS = ['RS256', 'ES256', 'EdDSA'] as const;
+export type IdTokenAlg = (typeof ID_TOKEN_ALGS)[number];
+
+/** The access tokens' algorithm (RFC 9068), and the only one an access token may name. */
+export const SIGNING_ALG = 'EdDSA' satisfies IdTokenAlg;
+
+/** RFC 7518 §3.3 asks for 2048-bit RSA keys at least; ES256 is P-256 by definition (§3.4). */
+const KEY_PAIR_OPTIONS: Record<IdTokenAlg, GenerateKeyPairOptions> = {
+  RS256: { modulusLength: 2048, extractable: true },
+  ES256: { crv: 'P-256', extractable: true },
+  EdDSA: { crv: 'Ed25519', extractable: true },
+};
+
+/** The algorithms whose keys are dated 1 ms before the EdDSA key they come with (see createSigningKeys). */
+const DATED_BEFORE_EDDSA = ID_TOKEN_ALGS.filter((alg) => alg !== SIGNING_ALG);
+
 /** How long a node keeps signing with the key it knows before looking for a newer one. */
 const ACTIVE_KEY_CACHE_MS = 10_000;
 
 type Key = Awaited<ReturnType<typeof importJWK>>;
+
+/** The key that signs with `alg` now. */
+export interface ActiveKey {
+  kid: string;
+  alg: IdTokenAlg;
+  privateKey: Key;
+}
 
 export interface SigningKeysDeps {
   store: Store;
@@ -20,49 +54,64 @@ export interface SigningKeysDeps {
 }
 
 /**
- * The signing keys, kept in the database so that every node signs and verifies alike. Private
- * keys are sealed with AES-256-GCM under a key derived from SECRET_KEY when it is set. Creating
- * the service makes the first key if there is none; it throws when a stored key is sealed and
- * SECRET_KEY is missing or different.
+ * The signing keys, one active key per algorithm, kept in the database so that every node signs
+ * and verifies alike. Private keys are sealed with AES-256-GCM under a key derived from SECRET_KEY
+ * when it is set. Creating the service makes the first key of each algorithm if there is none; it
+ * throws when a stored key is sealed and SECRET_KEY is missing or different.
+ *
+ * The newest key of all is always an EdDSA key: the build before this one signs access tokens
+ * with the newest key whatever its alg, and may still run beside this one (a rolling upgrade) or
+ * after it (a rollback). So the other algorithms' keys are dated 1 ms before the EdDSA key they
+ * come with, and stored after it.
  */
 export async function createSigningKeys({ store, clock, secretKey, accessTokenTtlSeconds }: SigningKeysDeps) {
   const sealingKey = secretKey === undefined ? undefined : deriveKey(secretKey, 'signing-key-encryption');
   const publicKeys = new Map<string, Key>();
-  let active: { kid: string; privateKey: Key; checkedAt: number } | undefined;
+  const activeKeys = new Map<IdTokenAlg, ActiveKey & { checkedAt: number }>();
 
-  /** The newest key, for signing; looked up again at most every 10 s so rotations reach every node. */
-  async function activeKey(): Promise<{ kid: string; privateKey: Key }> {
+  /** The newest key of `alg`, for signing; looked up again at most every 10 s so rotations reach every node. */
+  async function activeKey(alg: IdTokenAlg = SIGNING_ALG): Promise<ActiveKey> {
     const now = clock.now().getTime();
-    if (active && now - active.checkedAt < ACTIVE_KEY_CACHE_MS) return active;
-    let newest = await store.signingKeys.findNewestSigningKey();
+    const known = activeKeys.get(alg);
+    if (known && now - known.checkedAt < ACTIVE_KEY_CACHE_MS) return known;
+    let newest = await store.signingKeys.findNewestSigningKey(alg);
     if (!newest) {
-      await storeFirstKey();
-      newest = await store.signingKeys.findNewestSigningKey();
-      if (!newest) throw new Error('no signing key could be stored');
+      await storeFirstKey(alg);
+      newest = await store.signingKeys.findNewestSigningKey(alg);
+      if (!newest) throw new Error(`no ${alg} signing key could be stored`);
     }
-    if (active?.kid !== newest.kid) {
-      const privateJwk = JSON.parse(openPrivateKey(newest.privateJwk, sealingKey)) as JWK;
-      active = { kid: newest.kid, privateKey: await importJWK(privateJwk, SIGNING_ALG), checkedAt: now };
+    if (known?.kid === newest.kid) {
+      known.checkedAt = now;
+      return known;
     }
-    active.checkedAt = now;
-    return active;
+    const privateJwk = JSON.parse(openPrivateKey(newest.privateJwk, sealingKey)) as JWK;
+    const fresh = { kid: newest.kid, alg, privateKey: await importJWK(privateJwk, alg), checkedAt: now };
+    activeKeys.set(alg, fresh);
+    return fresh;
   }
 
   /**
-   * Nodes starting together on an empty database race to make the first key. The first candidate
-   * stored under one name wins (a primary key settles it), and every node inserts that same key,
-   * which its kid lets in once: one key, whoever finishes first. The record holds the private key
-   * exactly as the signing_key table does (sealed when SECRET_KEY is set).
+   * Nodes starting together on an empty database race to make the first key of each algorithm.
+   * The first candidate stored under the algorithm's name wins (a primary key settles it), and
+   * every node inserts that same key, which its kid lets in once: one key per algorithm, whoever
+   * finishes first. The record holds the private key exactly as the signing_key table does
+   * (sealed when SECRET_KEY is set).
    */
-  async function storeFirstKey(): Promise<void> {
-    const candidate = await generateSigningKey(clock.now(), sealingKey);
+  async function storeFirstKey(alg: IdTokenAlg): Promise<void> {
+    const candidate = await generateSigningKey(alg, await firstKeyDate(alg), sealingKey);
     const first = JSON.parse(
-      await store.secrets.findOrCreateSecret('first-signing-key', JSON.stringify(candidate), clock.now()),
+      await store.secrets.findOrCreateSecret(firstKeySecretName(alg), JSON.stringify(candidate), clock.now()),
     ) as StoredSigningKey;
     await store.signingKeys.insertSigningKey({ ...first, createdAt: new Date(first.createdAt) });
   }
 
-  /** The public key for `kid`, from the database when another node made it; undefined if unknown. */
+  /** Now for an EdDSA key; for another algorithm, just before the newest EdDSA key (see above). */
+  async function firstKeyDate(alg: IdTokenAlg): Promise<Date> {
+    const accessTokenKey = alg === SIGNING_ALG ? undefined : await store.signingKeys.findNewestSigningKey(SIGNING_ALG);
+    return new Date(accessTokenKey ? accessTokenKey.createdAt.getTime() - 1 : clock.now().getTime());
+  }
+
+  /** The public key for `kid`, of any algorithm, from the database when another node made it; undefined if unknown. */
   async function findVerificationKey(kid: string): Promise<Key | undefined> {
     const known = publicKeys.get(kid);
     if (known) return known;
@@ -74,45 +123,67 @@ export async function createSigningKeys({ store, clock, secretKey, accessTokenTt
   }
 
   /**
-   * The JWKS (RFC 7517): public keys only, the active one and each older key until every token
-   * it can have signed has expired (its successor's age, less the cache delay, passes the TTL).
+   * The JWKS (RFC 7517), newest first: public keys only, for each algorithm the active one and each
+   * older key until every token it can have signed has expired (its successor's age, less the
+   * cache delay, passes the TTL).
    */
   async function publishedKeys(): Promise<{ keys: JWK[] }> {
     const now = clock.now().getTime();
     const graceMs = accessTokenTtlSeconds * 1000 + ACTIVE_KEY_CACHE_MS;
     const stored = await store.signingKeys.listSigningKeys();
-    const published = stored.filter((_key, index) => {
-      const successor = stored[index + 1];
+    const published = stored.filter((key, index) => {
+      const successor = stored.slice(index + 1).find((later) => later.alg === key.alg);
       return successor === undefined || successor.createdAt.getTime() + graceMs > now;
     });
     return { keys: published.reverse().map((key) => JSON.parse(key.publicJwk) as JWK) };
   }
 
-  /** Makes a new key the active one on this node at once (other nodes within 10 s); returns its kid. */
+  /**
+   * Makes a new key of every algorithm the active one on this node at once (other nodes within
+   * 10 s); returns the new EdDSA key's kid, the one access tokens name.
+   */
   async function rotate(): Promise<string> {
-    // A strictly later created_at keeps "newest" well defined even within one millisecond.
-    const newest = await store.signingKeys.findNewestSigningKey();
-    const createdAt = new Date(Math.max(clock.now().getTime(), (newest?.createdAt.getTime() ?? 0) + 1));
-    const key = await generateSigningKey(createdAt, sealingKey);
-    await store.signingKeys.insertSigningKey(key);
-    active = undefined;
-    return key.kid;
+    const newest = await Promise.all(ID_TOKEN_ALGS.map((alg) => store.signingKeys.findNewestSigningKey(alg)));
+    // Strictly later dates keep "newest" well defined even within one millisecond, for the keys
+    // dated 1 ms before the EdDSA key too.
+    const latestMs = Math.max(0, ...newest.map((key) => key?.createdAt.getTime() ?? 0));
+    const accessTokenKeyMs = Math.max(clock.now().getTime(), latestMs + 2);
+    const [accessTokenKey, ...others] = await Promise.all([
+      generateSigningKey(SIGNING_ALG, new Date(accessTokenKeyMs), sealingKey),
+      ...DATED_BEFORE_EDDSA.map((alg) => generateSigningKey(alg, new Date(accessTokenKeyMs - 1), sealingKey)),
+    ]);
+    // The EdDSA key first: were another one in before it, the newest key of all would not be EdDSA.
+    await store.signingKeys.insertSigningKey(accessTokenKey);
+    for (const key of others) await store.signingKeys.insertSigningKey(key);
+    activeKeys.clear();
+    return accessTokenKey.kid;
   }
 
-  await activeKey();
+  // EdDSA first: the other algorithms' first keys are dated by it.
+  await activeKey(SIGNING_ALG);
+  for (const alg of DATED_BEFORE_EDDSA) await activeKey(alg);
   return { activeKey, findVerificationKey, publishedKeys, rotate };
 }
 
 export type SigningKeys = Awaited<ReturnType<typeof createSigningKeys>>;
 
-async function generateSigningKey(createdAt: Date, sealingKey: Buffer | undefined): Promise<StoredSigningKey> {
-  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALG, { crv: 'Ed25519', extractable: true });
+/** The service secret holding the first key of `alg`; EdDSA's name predates the others, and existing databases hold it. */
+function firstKeySecretName(alg: IdTokenAlg): string {
+  return alg === SIGNING_ALG ? 'first-signing-key' : `first-signing-key-${alg}`;
+}
+
+async function generateSigningKey(
+  alg: IdTokenAlg,
+  createdAt: Date,
+  sealingKey: Buffer | undefined,
+): Promise<StoredSigningKey> {
+  const { publicKey, privateKey } = await generateKeyPair(alg, KEY_PAIR_OPTIONS[alg]);
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
   return {
     kid,
-    alg: SIGNING_ALG,
-    publicJwk: JSON.stringify({ ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' }),
+    alg,
+    publicJwk: JSON.stringify({ ...publicJwk, kid, alg, use: 'sig' }),
     privateJwk: seal(JSON.stringify(await exportJWK(privateKey)), sealingKey),
     createdAt,
   };

@@ -23,11 +23,12 @@ export async function insertSigningKey(db: Executor, key: StoredSigningKey): Pro
     .execute();
 }
 
-/** The newest key (ties broken by kid, so every node picks the same one), or undefined. */
-export async function findNewestSigningKey(db: Executor): Promise<StoredSigningKey | undefined> {
+/** The newest key of `alg` (ties broken by kid, so every node picks the same one), or undefined. */
+export async function findNewestSigningKey(db: Executor, alg: string): Promise<StoredSigningKey | undefined> {
   const row = await db
     .selectFrom('signing_key')
     .selectAll()
+    .where('alg', '=', alg)
     .orderBy('created_at', 'desc')
     .orderBy('kid', 'desc')
     .executeTakeFirst();

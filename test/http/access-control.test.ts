@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
-import { createPublicKey, type JsonWebKey } from 'node:crypto';
+import { createPublicKey, type JsonWebKey, KeyObject, sign, type webcrypto } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, type JWK, SignJWT } from 'jose';
+import {
+  createLocalJWKSet,
+  decodeJwt,
+  decodeProtectedHeader,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type JWK,
+  jwtVerify,
+  SignJWT,
+} from 'jose';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 
 const PASSWORD = 'correct horse battery';
@@ -40,6 +50,7 @@ async function serviceSigningKey(kid?: string) {
   assert.ok(table, 'the database has a signing_key table');
   const rows = JSON.parse(table.slice('signing_key: '.length)) as {
     kid: string;
+    alg: string;
     public_jwk: string;
     private_jwk: string;
   }[];
@@ -48,7 +59,7 @@ async function serviceSigningKey(kid?: string) {
   assert.ok(!row.private_jwk.startsWith('sealed:'), 'the signing key is sealed: start the service without SECRET_KEY');
   return {
     kid: row.kid,
-    privateKey: await importJWK(JSON.parse(row.private_jwk) as JWK, 'EdDSA'),
+    privateKey: await importJWK(JSON.parse(row.private_jwk) as JWK, row.alg),
     publicJwk: JSON.parse(row.public_jwk) as JWK,
   };
 }
@@ -69,6 +80,24 @@ async function signedByService(
   return new SignJWT(payload)
     .setProtectedHeader({ alg: 'EdDSA', typ: 'at+jwt', kid: key.kid, ...header })
     .sign(key.privateKey);
+}
+
+/**
+ * A real token's claims signed with the service's own `alg` key, one it keeps for ID tokens, under
+ * a header naming `headerAlg`: signed by node:crypto, since jose would not sign against the header.
+ */
+async function signedWithIdTokenKey(alg: 'RS256' | 'ES256', headerAlg: string): Promise<string> {
+  const jwks = await expectStatus(service.call('/.well-known/jwks.json'), 200);
+  const kid = (jwks.keys as JWK[]).find((key) => key.alg === alg)?.kid;
+  assert.ok(kid, `the JWKS has an ${alg} key`);
+  const { privateKey } = await serviceSigningKey(kid);
+  const signingInput = `${base64urlJson({ alg: headerAlg, typ: 'at+jwt', kid })}.${base64urlJson(decodeJwt(await realToken()))}`;
+  // RS256 is PKCS #1 v1.5 with SHA-256; ES256 is ECDSA with SHA-256, r and s side by side (RFC 7518 §3.4).
+  const signature = sign('sha256', Buffer.from(signingInput), {
+    key: KeyObject.from(privateKey as webcrypto.CryptoKey),
+    dsaEncoding: 'ieee-p1363',
+  });
+  return `${signingInput}.${signature.toString('base64url')}`;
 }
 
 const MFA_CALLS: { method: string; path: string; body?: () => unknown }[] = [
@@ -233,6 +262,17 @@ describe('the /mfa/ endpoints refuse a missing, malformed or forged access token
       await expectRefusedEverywhere(await authorization());
     });
   }
+
+  test("a real token's claims signed with the service's RS256 or ES256 key (kept for ID tokens): 401, whatever alg the header names", async () => {
+    const jwks = createLocalJWKSet(await expectStatus(service.call('/.well-known/jwks.json'), 200));
+    for (const alg of ['RS256', 'ES256'] as const) {
+      const genuine = await signedWithIdTokenKey(alg, alg);
+      // Control: the signature is the service's own, as any holder of the JWKS would see.
+      await jwtVerify(genuine, jwks, { currentDate: service.clock.now() });
+      await expectRefusedEverywhere(`Bearer ${genuine}`);
+      await expectRefusedEverywhere(`Bearer ${await signedWithIdTokenKey(alg, 'EdDSA')}`);
+    }
+  });
 
   test('a real token works until its 900 seconds are up, then answers 401', async () => {
     const token = await realToken();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import {
+  calculateJwkThumbprint,
   createLocalJWKSet,
   decodeJwt,
   decodeProtectedHeader,
@@ -23,6 +24,13 @@ const INTROSPECT_PATH = '/mfa/oauth2/introspect/';
 
 /** Members a JWK may only have when it holds private or symmetric key material (RFC 7518 §6). */
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+/** The key type each signing algorithm needs (RFC 7518 §3, RFC 8037 §3.1). */
+const KEY_TYPES = {
+  RS256: { kty: 'RSA', crv: undefined },
+  ES256: { kty: 'EC', crv: 'P-256' },
+  EdDSA: { kty: 'OKP', crv: 'Ed25519' },
+};
+const SIGNING_ALGS = Object.keys(KEY_TYPES).sort();
 
 let service: Service;
 let userId: string;
@@ -629,20 +637,34 @@ describe('authorization server metadata (RFC 8414)', () => {
     assert.ok(Array.isArray(jwks.keys));
   });
 
-  test('the JWKS holds public keys only, each with kid, alg and use "sig", and they verify our tokens', async () => {
+  test('the JWKS holds public keys only, one per algorithm (RS256, ES256, EdDSA), each with kid, alg and use "sig"', async () => {
     const jwks = await expectStatus(service.call(new URL((await metadata()).jwks_uri).pathname), 200);
     assert.deepEqual(Object.keys(jwks), ['keys']);
-    assert.ok(jwks.keys.length >= 1);
-    for (const key of jwks.keys as JWK[]) {
+    const keys = jwks.keys as JWK[];
+    assert.deepEqual(keys.map((key) => key.alg).sort(), ['ES256', 'EdDSA', 'RS256']);
+    for (const key of keys) {
       for (const member of PRIVATE_JWK_MEMBERS)
         assert.equal(key[member as keyof JWK], undefined, `${key.kid}: ${member}`);
-      assert.equal(typeof key.kid, 'string');
+      assert.equal(key.kid, await calculateJwkThumbprint(key), 'kid is the RFC 7638 thumbprint');
       assert.equal(key.use, 'sig');
-      assert.ok(key.alg === 'EdDSA' || key.alg === 'ES256', `alg ${key.alg}`);
+      assert.deepEqual(
+        { kty: key.kty, crv: key.crv },
+        KEY_TYPES[key.alg as keyof typeof KEY_TYPES],
+        `${key.alg}: kty and crv`,
+      );
     }
+    const rsa = keys.find((key) => key.kty === 'RSA');
+    assert.equal(Buffer.from(rsa?.n ?? '', 'base64url').length * 8, 2048, 'a 2048-bit RSA modulus');
+  });
+
+  test('access tokens are EdDSA, signed with the published EdDSA key, and verify with the JWKS', async () => {
+    const jwks = await expectStatus(service.call(new URL((await metadata()).jwks_uri).pathname), 200);
     const { access_token } = await login();
-    assert.ok(
-      (jwks.keys as JWK[]).some((key) => key.kid === decodeProtectedHeader(access_token).kid),
+    const header = decodeProtectedHeader(access_token);
+    assert.equal(header.alg, 'EdDSA');
+    assert.equal(
+      (jwks.keys as JWK[]).find((key) => key.kid === header.kid)?.alg,
+      'EdDSA',
       'the signing key is published',
     );
     const { payload } = await jwtVerify(access_token, createLocalJWKSet(jwks), {
@@ -664,9 +686,21 @@ describe('signing-key rotation', () => {
   });
   after(() => keyed.close());
 
+  async function publishedKeys(): Promise<JWK[]> {
+    return (await expectStatus(keyed.call('/.well-known/jwks.json'), 200)).keys;
+  }
+
   async function publishedKids(): Promise<string[]> {
-    const jwks = await expectStatus(keyed.call('/.well-known/jwks.json'), 200);
-    return (jwks.keys as JWK[]).map((key) => key.kid as string).sort();
+    return (await publishedKeys()).map((key) => key.kid as string).sort();
+  }
+
+  /** The published kids of each algorithm, newest first. */
+  async function publishedKidsByAlg(): Promise<Record<string, string[]>> {
+    const byAlg: Record<string, string[]> = {};
+    for (const key of await publishedKeys()) {
+      byAlg[key.alg as string] = [...(byAlg[key.alg as string] ?? []), key.kid as string];
+    }
+    return byAlg;
   }
 
   function rotate(authorization = `Bearer ${ADMIN_TOKEN}`) {
@@ -685,12 +719,22 @@ describe('signing-key rotation', () => {
   test('new tokens carry the new kid; the old key keeps verifying, and stays published until its tokens expire', async () => {
     const oldTokens = await expectStatus(keyed.login('rotation-user', PASSWORD), 200);
     const oldKid = decodeProtectedHeader(oldTokens.access_token).kid as string;
-    assert.deepEqual(await publishedKids(), [oldKid]);
+    const before = await publishedKidsByAlg();
+    assert.deepEqual(Object.keys(before).sort(), SIGNING_ALGS);
+    assert.deepEqual(before.EdDSA, [oldKid]);
 
     const { kid: newKid } = await expectStatus(rotate(), 201);
     assert.equal(typeof newKid, 'string');
     assert.notEqual(newKid, oldKid);
-    assert.deepEqual(await publishedKids(), [newKid, oldKid].sort());
+    // One new key per algorithm, each listed before the one it replaces; the kid answered is the EdDSA one.
+    const during = await publishedKidsByAlg();
+    assert.deepEqual(Object.keys(during).sort(), SIGNING_ALGS);
+    for (const alg of SIGNING_ALGS) {
+      assert.equal(during[alg]?.length, 2, `${alg}: the new key and the old one`);
+      assert.equal(during[alg]?.[1], before[alg]?.[0], `${alg}: the old key stays published`);
+      assert.notEqual(during[alg]?.[0], before[alg]?.[0], `${alg}: a new key`);
+    }
+    assert.deepEqual(during.EdDSA, [newKid, oldKid]);
 
     const newTokens = await expectStatus(keyed.login('rotation-user', PASSWORD), 200);
     assert.equal(decodeProtectedHeader(newTokens.access_token).kid, newKid);
@@ -709,22 +753,25 @@ describe('signing-key rotation', () => {
     // Until the old key's last token expires, verifiers still need its public key.
     keyed.clock.advance(ROTATION_TTL - 5);
     await expectStatus(keyed.call('/mfa/', { token: oldTokens.access_token }), 200);
-    assert.deepEqual(await publishedKids(), [newKid, oldKid].sort());
+    assert.deepEqual(await publishedKidsByAlg(), during);
 
     keyed.clock.advance(60);
     await expectStatus(keyed.call('/mfa/', { token: oldTokens.access_token }), 401);
-    assert.deepEqual(await publishedKids(), [newKid]);
+    const after = await publishedKidsByAlg();
+    assert.deepEqual(Object.keys(after).sort(), SIGNING_ALGS);
+    for (const alg of SIGNING_ALGS) assert.deepEqual(after[alg], during[alg]?.slice(0, 1), `${alg}: the new key alone`);
     const later = await expectStatus(keyed.login('rotation-user', PASSWORD), 200);
     assert.equal(decodeProtectedHeader(later.access_token).kid, newKid);
     await expectStatus(keyed.call('/mfa/', { token: later.access_token }), 200);
   });
 
   test('with SECRET_KEY set, no private signing key can be read in the database; without it, one can', async () => {
-    const privateMember = /\\?"d\\?"\s*:/;
+    // "d" in every private key; p, q, dp, dq and qi in RSA ones.
+    const privateMember = /\\?"(d|p|q|dp|dq|qi)\\?"\s*:/;
     const sealedDump = await keyed.dumpDatabase();
     assert.ok(sealedDump.includes('signing_key: '), 'the dump lists the signing keys');
-    assert.ok((await publishedKids()).length >= 1);
-    assert.ok(!privateMember.test(sealedDump), 'a private JWK "d" is in the database despite SECRET_KEY');
+    assert.deepEqual(Object.keys(await publishedKidsByAlg()).sort(), SIGNING_ALGS);
+    assert.ok(!privateMember.test(sealedDump), 'a private JWK member is in the database despite SECRET_KEY');
     for (const kid of await publishedKids()) assert.ok(sealedDump.includes(kid), `the key ${kid} is stored`);
     // Control: the service without SECRET_KEY keeps its key in clear, so the check above can fail.
     assert.ok(privateMember.test(await service.dumpDatabase()), 'the control service shows no private key');
