@@ -1,3 +1,4 @@
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
@@ -10,20 +11,24 @@ import { deriveKey } from './crypto/secrets.js';
 import { writeAnswersPerTurn } from './http/answers-per-turn.js';
 import type { App } from './http/app-types.js';
 import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken } from './http/authenticate.js';
+import { createCookies } from './http/cookies.js';
+import { registerCors } from './http/cors.js';
 import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
 import { createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { mfaRoutes } from './http/routes/mfa.js';
-import { oauthRoutes } from './http/routes/oauth.js';
-import { oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
+import { oauthRoutes, REVOCATION_PATH, TOKEN_PATH } from './http/routes/oauth.js';
+import { DISCOVERY_PATHS, JWKS_PATH, oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
+import { openIdRoutes, USERINFO_PATH } from './http/routes/openid.js';
 import { operationsRoutes } from './http/routes/operations.js';
-import { findPageDir, loadPage, pageRoutes } from './http/routes/pages.js';
+import { findPageDir, loadPage, type Page, pageRoutes } from './http/routes/pages.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
 import { webauthnRoutes } from './http/routes/webauthn.js';
 import { createAttemptLimiter } from './limits/attempt-limiter.js';
 import { createSessions } from './logins/sessions.js';
+import { createSignInSessions } from './logins/sign-in-sessions.js';
 import { createStepUp } from './logins/step-up.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createBackupCodes } from './mfa/backup-codes.js';
@@ -38,9 +43,13 @@ import { createLoginChallenge } from './mfa/login-challenge.js';
 import { createMfaRemoval } from './mfa/mfa-removal.js';
 import { createOneTimeCodes } from './mfa/one-time-codes.js';
 import { createAccessTokens } from './oauth/access-tokens.js';
+import { createAuthorizationCodes } from './oauth/authorization-codes.js';
 import { createClients } from './oauth/clients.js';
+import { createHostedSignIn } from './oauth/hosted-sign-in.js';
+import { createIdTokens } from './oauth/id-tokens.js';
 import { createIntrospection } from './oauth/introspection.js';
 import { createLoginThrottle } from './oauth/login-throttle.js';
+import { createPasswordCheck } from './oauth/password-check.js';
 import { createPasswordGrant } from './oauth/password-grant.js';
 import { createRefreshGrant } from './oauth/refresh-grant.js';
 import { createRevocation } from './oauth/revocation.js';
@@ -70,6 +79,9 @@ export interface AppDeps {
   /** The folder of the built pages, one folder each (default: dist/ of this checkout). */
   pagesDir?: string;
 }
+
+/** The browser pages, each built from web/<name>/ into dist/<name>/ and served at /<name>/. */
+const PAGE_NAMES = ['account', 'sign-in'] as const;
 
 /** Paths the logger blanks, should anything ever put them in a log line. */
 const REDACTED = [
@@ -189,7 +201,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const webauthn = createWebauthnFactor({ store, enrolment, audit, metrics, clock, settings: config.webauthn });
   const factors: SecondFactors = { sms, totp, webauthn };
   const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
-  const passwordGrant = createPasswordGrant({ store, loginChallenge, throttle, tokens, audit, metrics, clock });
+  const passwords = createPasswordCheck({ store, throttle, audit });
+  const passwordGrant = createPasswordGrant({ store, loginChallenge, passwords, tokens, audit, metrics, clock });
   const accounts = createAccounts({ store, clock, audit });
   const webhookSettings = {
     sealingKey: deriveKey(hashSecret, WEBHOOK_SEALING_PURPOSE),
@@ -199,13 +212,44 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const deliveryWorker = createDeliveryWorker({ store, clock, metrics, log: rootLogger, ...webhookSettings });
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin(config.adminToken);
-  const accountPageDir = findPageDir('account', deps.pagesDir);
-  const accountPage = loadPage(accountPageDir);
-  if (!accountPage) {
-    rootLogger.warn(
-      `the account page is not built (no ${accountPageDir ?? 'dist/account beside a package.json'}/index.html): /account/ answers 503; run npm run build`,
-    );
-  }
+  const pages = Object.fromEntries(
+    PAGE_NAMES.map((name) => {
+      const dir = findPageDir(name, deps.pagesDir);
+      const page = loadPage(dir);
+      if (!page) {
+        rootLogger.warn(
+          `the ${name} page is not built (no ${dir ?? `dist/${name} beside a package.json`}/index.html): /${name}/ answers 503; run npm run build`,
+        );
+      }
+      return [name, page];
+    }),
+  ) as Record<(typeof PAGE_NAMES)[number], Page | undefined>;
+  const stylesheetName = [...(pages['sign-in']?.assets.keys() ?? [])].find((name) => name.endsWith('.css'));
+
+  // OpenID Connect (CONTRACT §18): the browser's sign-in session, codes, ID tokens, the hosted sign-in.
+  const csrfKey = deriveKey(hashSecret, 'browser-flow-csrf');
+  const idTokens = createIdTokens({ keys, clock, issuer: config.issuer, ttlSeconds: config.accessTokenTtlSeconds });
+  const signInSessions = createSignInSessions({
+    store,
+    sessions,
+    clock,
+    settings: { ttlSeconds: config.ssoSessionTtlSeconds, idleTtlSeconds: config.ssoSessionIdleTtlSeconds },
+  });
+  const authorizationCodes = createAuthorizationCodes({ store, tokens, idTokens, sessions, audit, clock });
+  const signIn = createHostedSignIn({
+    store,
+    factors,
+    loginChallenge,
+    passwords,
+    signInSessions,
+    codes: authorizationCodes,
+    audit,
+    metrics,
+    clock,
+    issuer: config.issuer,
+    csrfKey,
+  });
+  const cookies = createCookies(config.issuer);
 
   const clientAddressOf = createClientAddressResolver(config.trustedProxies);
   app.decorateRequest('clientAddress', {
@@ -274,9 +318,37 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   totpRoutes(app, { totp, requireAccessToken });
   webauthnRoutes(app, { webauthn, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
-  await app.register(async (oauth) =>
-    oauthRoutes(oauth, { clients, passwordGrant, refreshGrant, revocation, introspection }),
-  );
+  await app.register(cookie);
+  registerCors(app, {
+    forClients: [TOKEN_PATH, USERINFO_PATH, REVOCATION_PATH],
+    forAnyone: [JWKS_PATH, ...DISCOVERY_PATHS],
+    listWebOrigins: () => store.clients.listWebOrigins(),
+    clock,
+  });
+  await app.register(async (oauth) => {
+    await oauthRoutes(oauth, {
+      clients,
+      codes: authorizationCodes,
+      passwordGrant,
+      refreshGrant,
+      revocation,
+      introspection,
+    });
+    openIdRoutes(oauth, {
+      issuer: config.issuer,
+      signIn,
+      signInSessions,
+      idTokens,
+      clients,
+      accessTokens,
+      store,
+      cookies,
+      factors: { sms, totp, webauthn },
+      requireAccessToken,
+      csrfKey,
+      stylesheet: stylesheetName && `${config.issuer}/sign-in/assets/${stylesheetName}`,
+    });
+  });
   oauthMetadataRoutes(app, { issuer: config.issuer, keys });
   adminRoutes(app, { accounts, clients, keys, audit, removal, webhooks, requireAdmin });
   operationsRoutes(app, {
@@ -284,7 +356,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     registry,
     requireMetricsToken: createRequireMetricsToken(config.metricsToken),
   });
-  pageRoutes(app, { name: 'account', page: accountPage });
+  for (const name of PAGE_NAMES) pageRoutes(app, { name, page: pages[name] });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.

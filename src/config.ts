@@ -63,6 +63,10 @@ export interface Config {
   auditRetentionDays: number;
   /** CONTRACT §14: how old a login may be for a sensitive call, or to start turning MFA on (STEP_UP_MAX_AGE). */
   stepUpMaxAgeSeconds: number;
+  /** CONTRACT §18: the browser's sign-in session lasts at most this long (SSO_SESSION_TTL) … */
+  ssoSessionTtlSeconds: number;
+  /** … and ends after this long without use (SSO_SESSION_IDLE_TTL). */
+  ssoSessionIdleTtlSeconds: number;
   /** CONTRACT §12, §19: the relying party passkeys are made for, and the origins allowed to use them. */
   webauthn: WebauthnConfig;
   isProduction: boolean;
@@ -187,6 +191,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretKey,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', 90, 1, 36_500),
     stepUpMaxAgeSeconds: integer('STEP_UP_MAX_AGE', 600, 30, 86_400),
+    ssoSessionTtlSeconds: integer('SSO_SESSION_TTL', 36_000, 60, 31_536_000),
+    ssoSessionIdleTtlSeconds: integer('SSO_SESSION_IDLE_TTL', 1800, 60, 31_536_000),
     webauthn: loadWebauthn(value, issuer, serviceName),
     isProduction,
     logLevel,

@@ -23,6 +23,8 @@ export type SecurityEventType =
   | 'backup_code_used'
   | 'backup_codes_regenerated'
   | 'refresh_token_reuse'
+  | 'authorization_code_replayed'
+  | 'logout'
   | 'mfa_throttled'
   | 'user_deleted'
   | 'sms_country_paused'

@@ -8,7 +8,8 @@ import { ServiceError } from '../errors.js';
 import { createSessions } from '../logins/sessions.js';
 import { type CountryStatus, createCountryBudgets } from '../mfa/country-budgets.js';
 import { createMfaRemoval } from '../mfa/mfa-removal.js';
-import { createClients } from '../oauth/clients.js';
+import { type ClientMetadataInput, parseClientMetadata, parseMfaChallenge } from '../oauth/client-metadata.js';
+import { type ClientSettings, createClients } from '../oauth/clients.js';
 import { createSigningKeys } from '../oauth/signing-keys.js';
 import { maskPhone } from '../sms/sms-sender.js';
 import { openDatabase } from '../store/database.js';
@@ -71,25 +72,79 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'create-client': {
-    usage: 'create-client <name>',
-    summary: 'register a confidential OAuth client; prints its secret once',
-    help: "Prints client_id and client_secret. The secret is stored hashed and cannot be shown again.\nThe client gets the seed's mfa_required answer; set-mfa-challenge changes that.",
+    usage: 'create-client <name> [field=value …]',
+    summary: 'register an OAuth client; prints its settings and its secret once',
+    help: `Fields (CONTRACT §18), lists comma-separated:
+  redirect_uris=https://app.example.com/callback,http://127.0.0.1/callback
+  post_logout_redirect_uris=https://app.example.com/
+  token_endpoint_auth_method=client_secret_basic|client_secret_post|none   (none: a public client, no secret)
+  allowed_scopes="openid profile offline_access"
+  web_origins=https://app.example.com
+  id_token_signed_response_alg=RS256|ES256|EdDSA
+  mfa_policy=optional|required
+  mfa_challenge=seed|error
+The secret is stored hashed and cannot be shown again (rotate-client-secret makes a new one).`,
     arity: 1,
-    async run([name = ''], { clients }) {
+    maxArity: 9,
+    async run([name = '', ...fields], { clients }) {
       if (name.length === 0 || name.length > 200)
         throw new ServiceError('invalid_request', 'name must be 1 to 200 characters');
-      const client = await clients.registerClient(name);
-      print(`client_id=${client.clientId}\nclient_secret=${client.clientSecret}`);
+      const { name: _rename, ...settings } = clientSettingsFromArguments(fields);
+      const created = await clients.registerClient(name, settings);
+      printClient(created.settings, created.clientSecret);
+    },
+  },
+  'update-client': {
+    usage: 'update-client <client_id> field=value [field=value …]',
+    summary: "change a client's settings",
+    help: 'The fields of create-client, and name=…; a list given replaces the whole list.',
+    arity: 2,
+    maxArity: 10,
+    async run([clientId = '', ...fields], { clients }) {
+      const { name, ...settings } = clientSettingsFromArguments(fields, ['name']);
+      const updated = await clients.updateClient(clientId, { ...settings, name });
+      printClient(updated.settings, updated.clientSecret);
     },
   },
   'show-client': {
     usage: 'show-client <client_id>',
-    summary: "show a client's name and mfa_challenge",
-    help: 'mfa_challenge is seed (200 {mfa_required}) or error (403 mfa_required with an mfa_token).',
+    summary: "show a client's settings",
+    help: 'Every setting but the secret, which is never shown again.',
     arity: 1,
     async run([clientId = ''], { clients }) {
-      const client = await clients.getClient(clientId);
-      print(`client_id=${client.clientId}\nname=${client.name}\nmfa_challenge=${client.mfaChallenge}`);
+      printClient(await clients.getClient(clientId));
+    },
+  },
+  'list-clients': {
+    usage: 'list-clients',
+    summary: 'list the clients: id, name, authentication method, redirect URIs',
+    help: 'One client a line, oldest first.',
+    arity: 0,
+    async run(_args, { clients }) {
+      for (const client of await clients.listClients()) {
+        print(
+          `${client.id}  ${client.name}  ${client.tokenEndpointAuthMethod}  ${client.redirectUris.join(',') || '(no browser flow)'}`,
+        );
+      }
+    },
+  },
+  'rotate-client-secret': {
+    usage: 'rotate-client-secret <client_id>',
+    summary: 'give a confidential client a new secret; prints it once, the old one stops working',
+    help: 'Public clients (token_endpoint_auth_method=none) have no secret.',
+    arity: 1,
+    async run([clientId = ''], { clients }) {
+      print(`client_id=${clientId}\nclient_secret=${await clients.rotateSecret(clientId)}`);
+    },
+  },
+  'delete-client': {
+    usage: 'delete-client <client_id>',
+    summary: 'delete a client; its refresh tokens stop working',
+    help: 'Its codes and sign-ins in progress go with it.',
+    arity: 1,
+    async run([clientId = ''], { clients }) {
+      await clients.deleteClient(clientId);
+      print(`deleted client ${clientId}`);
     },
   },
   'set-mfa-challenge': {
@@ -98,10 +153,8 @@ const COMMANDS: Record<string, Command> = {
     help: "seed: the seed's 200 {mfa_required, mfa_type}, after which the client sends the password again\nwith the code. error: 403 mfa_required with an mfa_token, finished with the mfa-otp or\nmfa-recovery-code grant (what generic OAuth libraries expect).",
     arity: 2,
     async run([clientId = '', style = ''], { clients }) {
-      if (style !== 'seed' && style !== 'error')
-        throw new ServiceError('invalid_request', 'the style must be seed or error');
-      const client = await clients.setMfaChallenge(clientId, style);
-      print(`client ${client.clientId} now gets mfa_challenge=${client.mfaChallenge}`);
+      const { settings } = await clients.updateClient(clientId, { mfaChallenge: parseMfaChallenge(style) });
+      print(`client ${settings.id} now gets mfa_challenge=${settings.mfaChallenge}`);
     },
   },
   'reset-mfa': {
@@ -300,6 +353,59 @@ async function readStandardInput(): Promise<string> {
     if (process.stdin.isTTY && text.includes('\n')) break;
   }
   return text;
+}
+
+/** The list fields of a client's metadata: given comma-separated on the command line. */
+const LIST_FIELDS = new Set(['redirect_uris', 'post_logout_redirect_uris', 'web_origins']);
+const METADATA_FIELDS = new Set([
+  ...LIST_FIELDS,
+  'token_endpoint_auth_method',
+  'allowed_scopes',
+  'id_token_signed_response_alg',
+  'mfa_policy',
+]);
+
+/** `field=value` arguments as client settings, checked as the admin API checks them. */
+function clientSettingsFromArguments(fields: string[], extra: string[] = []) {
+  const input: ClientMetadataInput & Record<string, unknown> = {};
+  let mfaChallenge: string | undefined;
+  let name: string | undefined;
+  for (const field of fields) {
+    const [key = '', ...rest] = field.split('=');
+    const value = rest.join('=');
+    if (key === 'mfa_challenge') mfaChallenge = value;
+    else if (key === 'name' && extra.includes('name')) name = value;
+    else if (METADATA_FIELDS.has(key)) input[key] = LIST_FIELDS.has(key) ? value.split(',').filter(Boolean) : value;
+    else {
+      const known = [...METADATA_FIELDS, 'mfa_challenge', ...extra].join(', ');
+      throw new ServiceError('invalid_request', `"${field}" is not field=value of a known field (${known})`);
+    }
+  }
+  if (name !== undefined && (name.length === 0 || name.length > 200)) {
+    throw new ServiceError('invalid_request', 'name must be 1 to 200 characters');
+  }
+  return {
+    ...parseClientMetadata(input),
+    ...(mfaChallenge !== undefined && { mfaChallenge: parseMfaChallenge(mfaChallenge) }),
+    name,
+  };
+}
+
+function printClient(client: ClientSettings, clientSecret?: string): void {
+  const lines = [
+    `client_id=${client.id}`,
+    ...(clientSecret ? [`client_secret=${clientSecret}`] : []),
+    `name=${client.name}`,
+    `mfa_challenge=${client.mfaChallenge}`,
+    `redirect_uris=${client.redirectUris.join(',')}`,
+    `post_logout_redirect_uris=${client.postLogoutRedirectUris.join(',')}`,
+    `token_endpoint_auth_method=${client.tokenEndpointAuthMethod}`,
+    `allowed_scopes=${client.allowedScopes.join(' ')}`,
+    `web_origins=${client.webOrigins.join(',')}`,
+    `id_token_signed_response_alg=${client.idTokenSignedResponseAlg}`,
+    `mfa_policy=${client.mfaPolicy}`,
+  ];
+  print(lines.join('\n'));
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -127,6 +127,16 @@ export const TokenRequestBody = Type.Object({
     }),
   ),
   refresh_token: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  // RFC 6749 §4.1.3 and RFC 7636 §4.5: the authorization_code grant.
+  code: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  redirect_uri: Type.Optional(Type.String({ minLength: 1, maxLength: 2000 })),
+  code_verifier: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'the PKCE code_verifier (RFC 7636), 43 to 128 characters',
+    }),
+  ),
   ...ClientCredentialFields,
 });
 
@@ -143,6 +153,8 @@ export const TokenResponse = Type.Object({
   token_type: Type.Literal('Bearer'),
   scope: Type.String(),
   refresh_token: Type.String(),
+  /** OpenID Connect Core §3.1.3.3: with the authorization_code grant when openid was granted. */
+  id_token: Type.Optional(Type.String()),
 });
 
 export const IntrospectionResponse = Type.Object({
@@ -193,22 +205,83 @@ const MfaChallengeStyle = Type.Union([Type.Literal('seed'), Type.Literal('error'
   description: '"seed" (200 {mfa_required}) or "error" (403 mfa_required with an mfa_token)',
 });
 
+/** CONTRACT §18's client metadata, as the admin API takes it (checked further by oauth/client-metadata.ts). */
+const ClientMetadataFields = {
+  redirect_uris: Type.Optional(
+    Type.Array(Type.String({ maxLength: 2000 }), {
+      maxItems: 20,
+      description:
+        'an array of exact redirect URIs: https, http to a loopback host (any port), or a private-use scheme such as com.example.app:/callback',
+    }),
+  ),
+  post_logout_redirect_uris: Type.Optional(
+    Type.Array(Type.String({ maxLength: 2000 }), {
+      maxItems: 20,
+      description: 'an array of exact URIs that RP-initiated logout may return to',
+    }),
+  ),
+  token_endpoint_auth_method: Type.Optional(
+    Type.String({ description: 'client_secret_basic, client_secret_post, or none (a public client: no secret)' }),
+  ),
+  allowed_scopes: Type.Optional(
+    Type.String({
+      maxLength: 1000,
+      description: 'a string of space-separated scopes, e.g. "openid profile offline_access"',
+    }),
+  ),
+  web_origins: Type.Optional(
+    Type.Array(Type.String({ maxLength: 300 }), {
+      maxItems: 20,
+      description: 'an array of origins (https://app.example.com) whose browsers may call the token endpoint',
+    }),
+  ),
+  id_token_signed_response_alg: Type.Optional(Type.String({ description: 'RS256, ES256 or EdDSA' })),
+  mfa_policy: Type.Optional(
+    Type.String({ description: 'optional, or required (a user without a second factor adds one while signing in)' }),
+  ),
+};
+
+const ClientName = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]+$' });
+
 export const CreateClientBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]+$' }),
+  name: ClientName,
   mfa_challenge: Type.Optional(MfaChallengeStyle),
+  ...ClientMetadataFields,
 });
 
-export const CreatedClient = Type.Object({ client_id: Type.String(), client_secret: Type.String() });
+export const UpdateClientBody = Type.Object(
+  {
+    name: Type.Optional(ClientName),
+    mfa_challenge: Type.Optional(MfaChallengeStyle),
+    ...ClientMetadataFields,
+  },
+  { minProperties: 1, description: 'an object with at least one of the client’s settings to change' },
+);
 
 export const ClientIdParams = Type.Object({ id: Type.String({ maxLength: 200 }) });
-
-export const UpdateClientBody = Type.Object({ mfa_challenge: MfaChallengeStyle });
 
 export const ClientSettings = Type.Object({
   client_id: Type.String(),
   name: Type.String(),
   mfa_challenge: Type.String(),
+  redirect_uris: Type.Array(Type.String()),
+  post_logout_redirect_uris: Type.Array(Type.String()),
+  token_endpoint_auth_method: Type.String(),
+  allowed_scopes: Type.String(),
+  web_origins: Type.Array(Type.String()),
+  id_token_signed_response_alg: Type.String(),
+  mfa_policy: Type.String(),
 });
+
+/** The settings, and the secret when one was just made (shown this once). */
+export const ClientWithSecret = Type.Object({
+  ...ClientSettings.properties,
+  client_secret: Type.Optional(Type.String()),
+});
+
+export const ClientList = Type.Object({ clients: Type.Array(ClientSettings) });
+
+export const ClientSecret = Type.Object({ client_id: Type.String(), client_secret: Type.String() });
 
 export const BackupCodesResponse = Type.Object({
   backup_codes: Type.Array(Type.String({ pattern: '^[0-9]{12}$' }), { minItems: 10, maxItems: 10 }),
@@ -330,13 +403,14 @@ export function toMfaStatusBody(status: MfaStatusRecord): Static<typeof MfaStatu
   return { enabled: status.isEnabled, challenge_type: status.challengeType, phone_number: status.phoneNumber };
 }
 
-export function toTokenResponseBody(tokens: TokenResponseRecord): Static<typeof TokenResponse> {
+export function toTokenResponseBody(tokens: TokenResponseRecord & { idToken?: string }): Static<typeof TokenResponse> {
   return {
     access_token: tokens.accessToken,
     expires_in: tokens.expiresInSeconds,
     token_type: 'Bearer',
     scope: tokens.scope,
     refresh_token: tokens.refreshToken,
+    ...(tokens.idToken === undefined ? {} : { id_token: tokens.idToken }),
   };
 }
 
@@ -351,3 +425,40 @@ export function toFactorBody(factor: Factor): Static<typeof FactorBody> {
     ...(factor.phoneNumber === undefined ? {} : { phone_number: factor.phoneNumber }),
   };
 }
+
+// The hosted sign-in's API (CONTRACT §18): what the page at /sign-in/ calls, same origin only.
+
+export const SignInIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+export const SignInPasswordBody = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 150, description: 'the username' }),
+  password: Type.String({ minLength: 1, maxLength: 1024, description: 'the password' }),
+});
+
+export const SignInSecondFactorBody = Type.Object({
+  mfa_type: Type.Optional(FactorTypeSchema),
+  mfa_code: Type.Optional(MfaCode),
+  backup_code: Type.Optional(BackupCode),
+  webauthn_response: Type.Optional(Type.Object({}, { additionalProperties: true })),
+});
+
+/** What the page shows next, or where it sends the browser (`location`). */
+export const SignInAnswer = Type.Object({
+  step: Type.Optional(Type.Union([Type.Literal('password'), Type.Literal('second_factor'), Type.Literal('enrol')])),
+  username: Type.Optional(Type.String()),
+  mfa_type: Type.Optional(FactorTypeSchema),
+  mfa_types: Type.Optional(Type.Array(FactorTypeSchema)),
+  webauthn: Type.Optional(WebauthnOptions),
+  factor_types: Type.Optional(Type.Array(FactorTypeSchema)),
+  location: Type.Optional(Type.String()),
+});
+
+export const SignInDescription = Type.Object({
+  ...SignInAnswer.properties,
+  client_name: Type.String(),
+  csrf_token: Type.String(),
+  login_hint: Type.Optional(Type.String()),
+  ui_locales: Type.Optional(Type.String()),
+});
+
+export const UserInfo = Type.Object({ sub: Type.String(), preferred_username: Type.String() });

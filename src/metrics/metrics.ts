@@ -36,6 +36,8 @@ export interface ServiceMetrics {
   ): void;
   codeChecked(purpose: string, outcome: string, factorType: string): void;
   loginAnswered(outcome: LoginOutcome, amr?: readonly string[], factorType?: string): void;
+  /** A sign-in that gave tokens or a code, by flow (`password`, `authorization_code`) and its amr. */
+  signedIn(flow: 'password' | 'authorization_code', amr: readonly string[]): void;
   requestServed(route: string, method: string, status: number, durationSeconds: number): void;
   webhookAttempted(outcome: WebhookOutcome): void;
 }
@@ -80,6 +82,12 @@ export function createMetrics({ countEnabledUsers, readOutbox, listPausedCountri
     name: 'mfa_logins_total',
     help: 'Password-grant answers by outcome, and the amr and second factor of successful logins',
     labelNames: ['outcome', 'amr', 'factor_type'],
+    registers: [registry],
+  });
+  const signIns = new Counter({
+    name: 'mfa_sign_ins_total',
+    help: 'Successful sign-ins by flow (password grant, authorization code) and the methods proved (amr)',
+    labelNames: ['flow', 'amr'],
     registers: [registry],
   });
   new Gauge({
@@ -145,6 +153,9 @@ export function createMetrics({ countEnabledUsers, readOutbox, listPausedCountri
     },
     loginAnswered(outcome, amr, factorType) {
       logins.inc({ outcome, amr: amr?.join(' ') ?? '', factor_type: factorType ?? '' });
+    },
+    signedIn(flow, amr) {
+      signIns.inc({ flow, amr: amr.join(' ') });
     },
     requestServed(route, method, status, durationSeconds) {
       requestDuration.observe({ route, method, status: String(status) }, durationSeconds);

@@ -133,14 +133,31 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
       return { amr: ['pwd', factors[accepted.type].amr], factorType: accepted.type };
     }
 
-    const byDefault = toFactorType((user.factors.find((factor) => factor.isDefault) ?? user.factors[0])?.type);
-    const chosen = asked ?? (usable.includes(byDefault) ? byDefault : toFactorType(usable[0]));
+    const chosen = asked ?? defaultAmong(user, usable);
     const challenge = await factors[chosen].challenge(user, byType.get(chosen) ?? [], context);
     await audit.record('login', 'mfa_required', { userId: user.id, context, detail: { factor_type: chosen } });
     return {
       challenge: { ...challenge, mfaType: chosen, ...(usable.length > 1 ? { mfaTypes: usable } : {}) },
       requiredAcr: required,
     };
+  }
+
+  /**
+   * The factor types of the user's that reach `acr`, the one a login would ask for first, and
+   * whether there is any: what the second step offers, without sending or storing anything.
+   */
+  function offer(user: { factors: Factor[] }, acr: Acr): { mfaType: FactorType; mfaTypes: FactorType[] } | undefined {
+    const usable = FACTOR_TYPES.filter(
+      (type) => user.factors.some((factor) => factor.type === type) && meetsAcr(acrOf(['pwd', factors[type].amr]), acr),
+    );
+    if (usable.length === 0) return undefined;
+    return { mfaType: defaultAmong(user, usable), mfaTypes: usable };
+  }
+
+  /** The user's default factor's type when it is among `usable`, else the first of them. */
+  function defaultAmong(user: { factors: Factor[] }, usable: FactorType[]): FactorType {
+    const byDefault = toFactorType((user.factors.find((factor) => factor.isDefault) ?? user.factors[0])?.type);
+    return usable.includes(byDefault) ? byDefault : toFactorType(usable[0]);
   }
 
   /**
@@ -162,7 +179,7 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
     );
   }
 
-  return { decide };
+  return { decide, offer };
 }
 
 export type LoginChallenge = ReturnType<typeof createLoginChallenge>;

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { type Clock, onceAnHour } from '../clock.js';
-import { verifyPassword } from '../crypto/passwords.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
@@ -13,9 +12,8 @@ import {
 } from '../mfa/login-challenge.js';
 import type { Store } from '../store/store.js';
 import type { StoredUser } from '../store/users.js';
-import { foldUsername } from '../users/accounts.js';
-import type { AuthenticatedClient } from './clients.js';
-import type { LoginThrottle } from './login-throttle.js';
+import { type AuthenticatedClient, requireAllowedScope } from './clients.js';
+import type { PasswordCheck } from './password-check.js';
 import type { TokenIssuer, TokenResponse } from './token-issuer.js';
 
 export interface PasswordGrantRequest extends SecondStep {
@@ -44,7 +42,7 @@ export type PasswordGrantResult =
 export interface PasswordGrantDeps {
   store: Store;
   loginChallenge: LoginChallenge;
-  throttle: LoginThrottle;
+  passwords: PasswordCheck;
   tokens: TokenIssuer;
   audit: AuditTrail;
   metrics: ServiceMetrics;
@@ -55,7 +53,6 @@ export interface PasswordGrantDeps {
 export const MFA_OTP_GRANT = 'http://auth0.com/oauth/grant-type/mfa-otp';
 export const MFA_RECOVERY_CODE_GRANT = 'http://auth0.com/oauth/grant-type/mfa-recovery-code';
 
-const WRONG_CREDENTIALS = 'the username or password is wrong';
 /** An mfa_token lives this long (CONTRACT §14). */
 const MFA_TOKEN_TTL_MS = 5 * 60_000;
 
@@ -63,7 +60,7 @@ const MFA_TOKEN_TTL_MS = 5 * 60_000;
 export function createPasswordGrant({
   store,
   loginChallenge,
-  throttle,
+  passwords,
   tokens,
   audit,
   metrics,
@@ -98,20 +95,8 @@ export function createPasswordGrant({
   function grantWithPassword(request: PasswordGrantRequest, context: RequestContext): Promise<PasswordGrantResult> {
     return counted(async () => {
       requireOneProofAtMost(request);
-      // Counted before Argon2 runs, so that simultaneous guesses cannot all be judged; a wrong
-      // password leaves the count, a right one gives it back.
-      const attempt = await throttle.reserveLogin(request.username, context);
-      const user = await store.users.findUserByUsername(request.username, foldUsername(request.username));
-      // Unknown users are verified against a decoy hash: same answer, about the same time.
-      // A password that is not well-formed Unicode (a lone surrogate) was never set (CONTRACT §14),
-      // and its UTF-8 bytes would match another's: it is wrong, without being hashed.
-      const isRight = request.password.isWellFormed() && (await verifyPassword(user?.passwordHash, request.password));
-      if (!isRight || !user) {
-        await throttle.loginFailed(attempt);
-        await audit.record('login', 'failed', { userId: user?.id, context, detail: { reason: 'password' } });
-        throw new ServiceError('invalid_grant', WRONG_CREDENTIALS);
-      }
-      await throttle.loginSucceeded(attempt);
+      requireAllowedScope(request.client, request.scope);
+      const user = await passwords.checkPassword(request.username, request.password, context);
 
       const decision = await loginChallenge.decide(user, request, context);
       if ('amr' in decision) {

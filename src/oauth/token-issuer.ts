@@ -28,13 +28,25 @@ export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSecond
   /**
    * Tokens for a new login, whose user was read at `sessionGeneration`; undefined when every login
    * of the user was ended meanwhile (CONTRACT §14: a change to the second factors while this login
-   * was being judged), for the login was decided on what no longer holds.
+   * was being judged), for the login was decided on what no longer holds, or when the
+   * authorization code it comes from was replayed meanwhile.
    */
-  async function startLogin(grant: AccessGrant, sessionGeneration: number): Promise<TokenResponse | undefined> {
+  async function startLogin(
+    grant: AccessGrant,
+    sessionGeneration: number,
+    origin: { signInSessionId?: string; authorizationCodeHash?: string } = {},
+  ): Promise<TokenResponse | undefined> {
     const now = clock.now();
     if (pruneDue(now)) await store.refreshTokens.deleteExpiredRefreshTokens(now);
     const { refreshToken, response } = await mint(grant, grant.scope);
-    return (await store.refreshTokens.startRefreshFamily(refreshToken, now, sessionGeneration)) ? response : undefined;
+    refreshToken.signInSessionId = origin.signInSessionId;
+    const stored = await store.refreshTokens.startRefreshFamily(
+      refreshToken,
+      now,
+      sessionGeneration,
+      origin.authorizationCodeHash,
+    );
+    return stored ? response : undefined;
   }
 
   /**

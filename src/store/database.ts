@@ -38,6 +38,83 @@ export interface OAuthClientTable {
   created_at: IsoTime;
   /** How the client is told a second factor is needed: the seed's 200 answer, or RFC 6749's 403 error. */
   mfa_challenge: 'seed' | 'error';
+  /** JSON array of the exact URIs an authorization code may be sent to. */
+  redirect_uris: Generated<string>;
+  /** JSON array of the exact URIs RP-initiated logout may return to. */
+  post_logout_redirect_uris: Generated<string>;
+  /** `client_secret_basic`, `client_secret_post`, or `none` (a public client, whose secret_hash is ''). */
+  token_endpoint_auth_method: Generated<string>;
+  /** Space-separated scopes the client may be granted. */
+  allowed_scopes: Generated<string>;
+  /** JSON array of origins whose browsers may call the token, userinfo and revocation endpoints. */
+  web_origins: Generated<string>;
+  id_token_signed_response_alg: Generated<string>;
+  /** `optional` or `required`: a user without a second factor adds one while signing in. */
+  mfa_policy: Generated<string>;
+}
+
+/**
+ * A browser's sign-in at the hosted page (the OpenID Provider's session): the cookie holds a secret
+ * whose hash is here. It is over when ended, expired, idle too long, or when the user's
+ * session_generation has moved on (every login of the user ended: CONTRACT §14).
+ */
+export interface SignInSessionTable {
+  id: string;
+  secret_hash: string;
+  user_id: string;
+  /** JSON array of the methods the sign-in proved, e.g. ["pwd","otp"]. */
+  amr: string;
+  auth_time: number;
+  session_generation: number;
+  created_at: IsoTime;
+  last_used_at: IsoTime;
+  expires_at: IsoTime;
+  ended_at: IsoTime | null;
+}
+
+/**
+ * A sign-in in progress at the hosted page, between the authorization request and the redirect.
+ * Bound to the browser that started it (a cookie whose hash is `browser_hash`); `request` is the
+ * checked authorization request as JSON. Once the password is right it holds the user and what
+ * the sign-in has proved so far.
+ */
+export interface AuthorizationInteractionTable {
+  id: string;
+  browser_hash: string;
+  csrf_hash: string;
+  client_id: string;
+  request: string;
+  user_id: string | null;
+  auth_time: number | null;
+  amr: string | null;
+  session_generation: number | null;
+  /** The login (refresh-token family) the finished sign-in's tokens will belong to. */
+  login_id: string;
+  created_at: IsoTime;
+  expires_at: IsoTime;
+  finished_at: IsoTime | null;
+}
+
+/** RFC 6749 §4.1.2: a code, stored hashed, single use, bound to its client, redirect URI and PKCE challenge. */
+export interface AuthorizationCodeTable {
+  code_hash: string;
+  client_id: string;
+  user_id: string;
+  redirect_uri: string;
+  /** RFC 7636 S256 challenge. */
+  code_challenge: string;
+  scope: string;
+  nonce: string | null;
+  amr: string;
+  auth_time: number;
+  sign_in_session_id: string;
+  /** The refresh-token family its tokens start: a replay of the code revokes it. */
+  login_id: string;
+  session_generation: number;
+  created_at: IsoTime;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  replayed_at: IsoTime | null;
 }
 
 /** CONTRACT §14: a password login waiting for its second factor, for clients that take the 403 challenge. */
@@ -144,6 +221,8 @@ export interface RefreshTokenTable {
   used_at: IsoTime | null;
   revoked_at: IsoTime | null;
   created_at: IsoTime;
+  /** The browser sign-in session the login came through (the code flow), kept by rotation. */
+  sign_in_session_id: string | null;
 }
 
 export interface SigningKeyTable {
@@ -262,6 +341,9 @@ export interface WebhookAttemptTable {
 export interface Database {
   user: UserTable;
   oauth_client: OAuthClientTable;
+  sign_in_session: SignInSessionTable;
+  authorization_interaction: AuthorizationInteractionTable;
+  authorization_code: AuthorizationCodeTable;
   mfa_token: MfaTokenTable;
   webauthn_challenge: WebauthnChallengeTable;
   mfa_factor: MfaFactorTable;

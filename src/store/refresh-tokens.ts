@@ -11,19 +11,30 @@ export interface RefreshToken {
   amr: string[];
   authTime: number;
   expiresAt: Date;
+  /** The browser sign-in session the login came through (the code flow); rotation keeps it. */
+  signInSessionId?: string;
 }
 
 /**
  * Stores the first refresh token of a new login, unless every login of the user was ended since
- * the user was read at `sessionGeneration` (CONTRACT §14); false then.
+ * the user was read at `sessionGeneration` (CONTRACT §14), or (for a login from an authorization
+ * code) the code was replayed meanwhile (RFC 6749 §4.1.2); false then.
  */
 export function startRefreshFamily(
   db: Executor,
   token: RefreshToken,
   now: Date,
   sessionGeneration: number,
+  authorizationCodeHash?: string,
 ): Promise<boolean> {
-  return insertBehindUser(db, token, now, (user) => user.where('user.session_generation', '=', sessionGeneration));
+  return insertBehindUser(db, token, now, (user) => {
+    const current = user.where('user.session_generation', '=', sessionGeneration);
+    if (authorizationCodeHash === undefined) return current;
+    return current
+      .innerJoin('authorization_code', 'authorization_code.user_id', 'user.id')
+      .where('authorization_code.code_hash', '=', authorizationCodeHash)
+      .where('authorization_code.replayed_at', 'is', null);
+  });
 }
 
 /**
@@ -31,12 +42,18 @@ export function startRefreshFamily(
  * or revoked first; false then.
  */
 export function insertRotatedToken(db: Executor, token: RefreshToken, now: Date, previousId: string): Promise<boolean> {
-  return insertBehindUser(db, token, now, (user) =>
-    user
-      .innerJoin('refresh_token as previous', 'previous.user_id', 'user.id')
-      .where('previous.id', '=', previousId)
-      .where('previous.used_at', 'is', null)
-      .where('previous.revoked_at', 'is', null),
+  return insertBehindUser(
+    db,
+    token,
+    now,
+    (user) =>
+      user
+        .innerJoin('refresh_token as previous', 'previous.user_id', 'user.id')
+        .where('previous.id', '=', previousId)
+        .where('previous.used_at', 'is', null)
+        .where('previous.revoked_at', 'is', null),
+    // The browser sign-in session the login came through goes on with it.
+    { sign_in_session_id: 'previous.sign_in_session_id' },
   );
 }
 
@@ -55,11 +72,16 @@ async function insertBehindUser(
   now: Date,
   // The condition may join further tables: any of them.
   condition: (user: UserRow) => SelectQueryBuilder<Database, any, object>,
+  /** Columns taken from a table the condition joins instead of from `token`. */
+  fromJoined: Partial<Record<keyof ReturnType<typeof rowOf>, string>> = {},
 ): Promise<boolean> {
   const row = rowOf(token, now);
   const columns = Object.keys(row) as (keyof typeof row)[];
   let source = condition(db.selectFrom('user').where('user.id', '=', token.userId)).select((eb) =>
-    columns.map((column) => eb.val(row[column]).as(column)),
+    columns.map((column) => {
+      const joined = fromJoined[column];
+      return (joined === undefined ? eb.val(row[column]) : eb.ref(joined as never)).as(column);
+    }),
   );
   if (db.getExecutor().adapter instanceof PostgresAdapter) source = source.forShare();
   const inserted = await db.insertInto('refresh_token').columns(columns).expression(source).executeTakeFirst();
@@ -80,6 +102,7 @@ function rowOf(token: RefreshToken, now: Date) {
     used_at: null,
     revoked_at: null,
     created_at: now.toISOString(),
+    sign_in_session_id: token.signInSessionId ?? null,
   };
 }
 
@@ -106,6 +129,7 @@ export async function findRefreshToken(db: Executor, tokenHash: string): Promise
       usedAt: row.used_at ? new Date(row.used_at) : undefined,
       revokedAt: row.revoked_at ? new Date(row.revoked_at) : undefined,
       createdAt: new Date(row.created_at),
+      signInSessionId: row.sign_in_session_id ?? undefined,
     }
   );
 }
@@ -152,6 +176,31 @@ export async function revokeUserFamilies(
   if (exceptFamilyId !== undefined) query = query.where('family_id', '<>', exceptFamilyId);
   const rows = await query.returning('family_id').execute();
   return [...new Set(rows.map((row) => row.family_id))];
+}
+
+/**
+ * Revokes every login that came through the browser sign-in session (RP-initiated logout); returns
+ * the revoked families' ids.
+ */
+export async function revokeSignInSessionFamilies(db: Executor, signInSessionId: string, now: Date): Promise<string[]> {
+  const rows = await db
+    .updateTable('refresh_token')
+    .set({ revoked_at: now.toISOString() })
+    .where('sign_in_session_id', '=', signInSessionId)
+    .where('revoked_at', 'is', null)
+    .returning('family_id')
+    .execute();
+  return [...new Set(rows.map((row) => row.family_id))];
+}
+
+/** Revokes every refresh token issued to the client (it was deleted). */
+export async function revokeClientTokens(db: Executor, clientId: string, now: Date): Promise<void> {
+  await db
+    .updateTable('refresh_token')
+    .set({ revoked_at: now.toISOString() })
+    .where('client_id', '=', clientId)
+    .where('revoked_at', 'is', null)
+    .execute();
 }
 
 /**

@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
+import * as authorizationCodes from './authorization-codes.js';
 import * as backupCodes from './backup-codes.js';
 import * as clients from './clients.js';
 import type { Database, Executor } from './database.js';
+import * as interactions from './interactions.js';
 import * as factors from './mfa-factors.js';
 import * as mfaTokens from './mfa-tokens.js';
 import * as codes from './one-time-codes.js';
@@ -9,6 +11,7 @@ import * as refreshTokens from './refresh-tokens.js';
 import * as revokedTokens from './revoked-tokens.js';
 import * as securityEvents from './security-events.js';
 import * as secrets from './service-secrets.js';
+import * as signInSessions from './sign-in-sessions.js';
 import * as signingKeys from './signing-keys.js';
 import * as smsCountryPauses from './sms-country-pauses.js';
 import * as smsQuota from './sms-quota.js';
@@ -50,6 +53,9 @@ export interface Store {
   securityEvents: Bound<typeof securityEvents>;
   webauthnChallenges: Bound<typeof webauthnChallenges>;
   webhooks: Bound<typeof webhooks>;
+  signInSessions: Bound<typeof signInSessions>;
+  interactions: Bound<typeof interactions>;
+  authorizationCodes: Bound<typeof authorizationCodes>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -72,6 +78,9 @@ export function createStore(db: Executor): Store {
     securityEvents: bind(securityEvents, db),
     webauthnChallenges: bind(webauthnChallenges, db),
     webhooks: bind(webhooks, db),
+    signInSessions: bind(signInSessions, db),
+    interactions: bind(interactions, db),
+    authorizationCodes: bind(authorizationCodes, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

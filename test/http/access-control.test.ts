@@ -556,9 +556,21 @@ describe('OAuth clients', () => {
     assert.match(response.headers.get('www-authenticate') ?? '', /^Basic\b/, context);
   }
 
-  test('POST /admin/clients answers 201 with exactly {client_id, client_secret}; the secret is kept only hashed', async () => {
+  test('POST /admin/clients answers 201 with client_id, client_secret and the settings (CONTRACT §18); the secret is kept only hashed', async () => {
     const first = await registerClient('first client');
-    assert.deepEqual(Object.keys(first).sort(), ['client_id', 'client_secret']);
+    assert.deepEqual(Object.keys(first).sort(), [
+      'allowed_scopes',
+      'client_id',
+      'client_secret',
+      'id_token_signed_response_alg',
+      'mfa_challenge',
+      'mfa_policy',
+      'name',
+      'post_logout_redirect_uris',
+      'redirect_uris',
+      'token_endpoint_auth_method',
+      'web_origins',
+    ]);
     assert.equal(typeof first.client_id, 'string');
     assert.ok(first.client_secret.length >= 32, 'the secret is long');
     const second = await registerClient('second client');

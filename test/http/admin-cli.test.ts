@@ -200,7 +200,7 @@ describe('admin CLI', { concurrency: 4 }, () => {
     assert.equal(refused.error, 'mfa_required');
     const bad = await admin(['set-mfa-challenge', clientId, 'loud']);
     assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /seed or error/);
+    assert.match(bad.stderr, /expected one of seed, error/);
     assert.ok(!(await service.dumpDatabase()).includes(clientSecret), 'the database never holds the secret');
   });
 

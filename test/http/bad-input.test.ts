@@ -465,7 +465,7 @@ describe('routes and methods', () => {
       ['GET', '/mfa/oauth2/token/?grant_type=password', ['POST']],
       ['PATCH', '/admin/users', ['GET', 'POST']],
       ['DELETE', '/admin/users', ['GET', 'POST']],
-      ['GET', '/admin/clients/', ['POST']],
+      ['PUT', '/admin/clients/', ['GET', 'POST']],
       // Routes with a parameter: the router matches the path, not its text.
       ['GET', '/admin/webhooks/some-id', ['DELETE']],
       ['POST', '/admin/webhooks/some-id/deliveries', ['GET']],

@@ -102,7 +102,7 @@ describe('a resource server verifying access tokens with jose', () => {
     const metadata = await expectStatus(fetch(new URL('/.well-known/oauth-authorization-server', issuer)), 200);
     assert.equal(metadata.issuer, issuer.origin);
     const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri));
-    const tokens = await expectStatus(service.login(USERNAME, PASSWORD, { scope: 'read write' }), 200);
+    const tokens = await expectStatus(service.login(USERNAME, PASSWORD, { scope: 'openid profile' }), 200);
 
     const { payload, protectedHeader } = await verifyAsResourceServer(tokens.access_token, jwks);
     assert.equal(protectedHeader.typ, 'at+jwt');
@@ -110,7 +110,7 @@ describe('a resource server verifying access tokens with jose', () => {
     assert.equal(payload.iss, issuer.origin);
     assert.equal(payload.sub, userId);
     assert.equal(payload.client_id, 'public');
-    assert.equal(payload.scope, 'read write');
+    assert.equal(payload.scope, 'openid profile');
     assert.deepEqual(payload.amr, ['pwd']);
     assert.equal(typeof payload.auth_time, 'number');
     assert.equal((payload.exp ?? 0) - (payload.iat ?? 0), tokens.expires_in);

@@ -60,7 +60,11 @@ interface Tokens {
 }
 
 async function registerClient(on: Service, name: string): Promise<OAuthClient> {
-  return expectStatus(on.call('/admin/clients', { method: 'POST', token: ADMIN_TOKEN, body: { name } }), 201);
+  const { client_id, client_secret } = await expectStatus(
+    on.call('/admin/clients', { method: 'POST', token: ADMIN_TOKEN, body: { name } }),
+    201,
+  );
+  return { client_id, client_secret };
 }
 
 /** RFC 6749 §2.3.1: id and secret form-encoded, then joined and base64-encoded. */
@@ -204,17 +208,17 @@ describe('refresh rotation (RFC 6749 §6)', () => {
   });
 
   test('a refresh may ask for less scope than the login had, for that access token only; never more (400 invalid_scope)', async () => {
-    const granted = await login(undefined, { scope: 'read write' });
-    assert.equal(granted.scope, 'read write');
-    const narrowed = await expectStatus(refresh(granted.refresh_token, undefined, { scope: 'read' }), 200);
-    assert.equal(narrowed.scope, 'read');
-    assert.equal(decodeJwt(narrowed.access_token).scope, 'read');
+    const granted = await login(undefined, { scope: 'openid profile' });
+    assert.equal(granted.scope, 'openid profile');
+    const narrowed = await expectStatus(refresh(granted.refresh_token, undefined, { scope: 'profile' }), 200);
+    assert.equal(narrowed.scope, 'profile');
+    assert.equal(decodeJwt(narrowed.access_token).scope, 'profile');
     // RFC 6749 §6: the new refresh token keeps the login's scope; asking nothing gets all of it.
     const whole = await expectStatus(refresh(narrowed.refresh_token), 200);
-    assert.equal(whole.scope, 'read write');
-    assert.equal(decodeJwt(whole.access_token).scope, 'read write');
-    const again = await expectStatus(refresh(whole.refresh_token, undefined, { scope: 'read write' }), 200);
-    assert.equal(again.scope, 'read write');
+    assert.equal(whole.scope, 'openid profile');
+    assert.equal(decodeJwt(whole.access_token).scope, 'openid profile');
+    const again = await expectStatus(refresh(whole.refresh_token, undefined, { scope: 'openid profile' }), 200);
+    assert.equal(again.scope, 'openid profile');
     assert.equal(await oauthError(refresh(again.refresh_token, undefined, { scope: 'admin' }), 400), 'invalid_scope');
   });
 
@@ -453,7 +457,7 @@ describe('introspection (RFC 7662)', () => {
 
   test('an active access token: its sub, client_id, scope, exp, iat, jti, amr and token_type Bearer', async () => {
     const owner = await registerClient(service, 'introspected');
-    const tokens = await login(owner, { scope: 'profile email' });
+    const tokens = await login(owner, { scope: 'openid profile' });
     const claims = decodeJwt(tokens.access_token);
     for (const answer of [
       await introspect(tokens.access_token),
@@ -464,7 +468,7 @@ describe('introspection (RFC 7662)', () => {
       assert.equal(answer.token_type, 'Bearer');
       assert.equal(answer.sub, userId);
       assert.equal(answer.client_id, owner.client_id);
-      assert.equal(answer.scope, 'profile email');
+      assert.equal(answer.scope, 'openid profile');
       assert.equal(answer.iat, claims.iat);
       assert.equal(answer.exp, claims.exp);
       assert.equal(answer.jti, claims.jti);
@@ -600,6 +604,7 @@ describe('authorization server metadata (RFC 8414)', () => {
     assert.equal(typeof body.jwks_uri, 'string');
     assert.ok(body.jwks_uri.startsWith(`${ISSUER}/`), body.jwks_uri);
     assert.deepEqual([...body.grant_types_supported].sort(), [
+      'authorization_code',
       'http://auth0.com/oauth/grant-type/mfa-otp',
       'http://auth0.com/oauth/grant-type/mfa-recovery-code',
       'password',

@@ -496,6 +496,7 @@ const EMPTY_SUCCESS = new Set([
   'DELETE /admin/users/:id/mfa',
   'DELETE /mfa/factors/:id/',
   'DELETE /admin/webhooks/:id',
+  'DELETE /admin/clients/:id',
 ]);
 
 describe('GET /openapi.json', () => {
@@ -524,14 +525,30 @@ describe('GET /openapi.json', () => {
     assert.deepEqual(
       routes.filter((route) => route.isHidden).map((route) => `${route.method} ${route.url}`),
       [
+        'OPTIONS /mfa/oauth2/token/',
+        'OPTIONS /mfa/oauth2/userinfo/',
+        'OPTIONS /mfa/oauth2/revoke/',
+        'OPTIONS /.well-known/jwks.json',
+        'OPTIONS /.well-known/openid-configuration',
+        'OPTIONS /.well-known/oauth-authorization-server',
+        'GET /mfa/oauth2/authorize/',
+        'HEAD /mfa/oauth2/authorize/',
+        'POST /mfa/oauth2/authorize/',
+        'GET /mfa/oauth2/logout/',
+        'HEAD /mfa/oauth2/logout/',
+        'POST /mfa/oauth2/logout/',
         'GET /account/',
         'HEAD /account/',
         'GET /account/assets/:name',
         'HEAD /account/assets/:name',
+        'GET /sign-in/',
+        'HEAD /sign-in/',
+        'GET /sign-in/assets/:name',
+        'HEAD /sign-in/assets/:name',
         'GET /openapi.json',
         'HEAD /openapi.json',
       ],
-      'only the document itself and the account page (HTML for browsers, not API) are hidden',
+      'hidden: the document itself, the pages (HTML for browsers, not API), the browser-flow endpoints that answer with redirects and pages, and the CORS preflights',
     );
     const registered = documentedRoutes()
       .map((route) => `${route.method} ${openApiPath(route.url)}`)

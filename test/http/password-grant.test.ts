@@ -66,15 +66,39 @@ describe('password grant, MFA off', () => {
     assert.equal(service.twilio.messages.length, sent);
   });
 
-  test('grants the scope asked for, and refuses a scope that breaks RFC 6749 syntax', async () => {
+  test('grants a scope the client may be granted, and refuses a scope that breaks RFC 6749 syntax', async () => {
     const name = username();
     await service.createUser(name, PASSWORD);
-    const body = await expectStatus(service.login(name, PASSWORD, { scope: 'read write:all' }), 200);
+    const client = await expectStatus(
+      service.call('/admin/clients', {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { name: 'scoped', allowed_scopes: 'read write:all' },
+      }),
+      201,
+    );
+    const credentials = { client_id: client.client_id, client_secret: client.client_secret };
+    const body = await expectStatus(service.login(name, PASSWORD, { scope: 'read write:all', ...credentials }), 200);
     assert.equal(body.scope, 'read write:all');
     assert.equal(decodeJwt(body.access_token).scope, 'read write:all');
     for (const scope of ['read  write', ' read', 'read\\write', 'caf\u00e9']) {
       assert.equal((await expectStatus(service.login(name, PASSWORD, { scope }), 400)).error, 'invalid_request');
     }
+  });
+
+  test('a scope the client may not be granted is 400 invalid_scope, for the public client too (CONTRACT §18)', async () => {
+    const name = username();
+    await service.createUser(name, PASSWORD);
+    const refused = await expectStatus(service.login(name, PASSWORD, { scope: 'admin payments:write' }), 400);
+    assert.equal(refused.error, 'invalid_scope');
+    assert.match(
+      refused.error_description,
+      /may not be granted admin payments:write; it may ask for: openid profile offline_access/,
+    );
+    assert.equal(
+      (await expectStatus(service.login(name, PASSWORD, { scope: 'openid profile' }), 200)).scope,
+      'openid profile',
+    );
   });
 });
 
@@ -282,7 +306,7 @@ describe('malformed token requests', () => {
   });
 
   test('another grant_type is unsupported_grant_type', async () => {
-    for (const grantType of ['client_credentials', 'authorization_code', 'PASSWORD', '']) {
+    for (const grantType of ['client_credentials', 'implicit', 'PASSWORD', '']) {
       const body = await expectStatus(
         service.call('/mfa/oauth2/token/', { method: 'POST', body: { grant_type: grantType } }),
         400,

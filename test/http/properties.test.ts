@@ -105,6 +105,29 @@ const ADMIN_LIST_WEBHOOKS = endpoint('GET', '/admin/webhooks', 'admin');
 // Generated ids name no endpoint: 404 whoever asks.
 const ADMIN_DELETE_WEBHOOK = endpoint('DELETE', '/admin/webhooks/:id', 'admin');
 const ADMIN_WEBHOOK_DELIVERIES = endpoint('GET', '/admin/webhooks/:id/deliveries', 'admin');
+const ADMIN_LIST_CLIENTS = endpoint('GET', '/admin/clients', 'admin');
+const ADMIN_DELETE_CLIENT = endpoint('DELETE', '/admin/clients/:id', 'admin');
+const ADMIN_ROTATE_CLIENT_SECRET = endpoint('POST', '/admin/clients/:id/secret', 'admin');
+// The hosted sign-in's API: bound to a browser's cookie, which no generated request has (410).
+const SIGN_IN = '/mfa/oauth2/sign-in/:id';
+const signInCall = (method: string, path: string, fields: string[] = []) =>
+  endpoint(method, `${SIGN_IN}${path}`, 'none', {
+    body: fields.length > 0 ? 'json' : 'none',
+    fields,
+    mayAnswer2xx: false,
+  });
+const SIGN_IN_ENDPOINTS = [
+  signInCall('GET', '/'),
+  signInCall('POST', '/password', ['username', 'password']),
+  signInCall('POST', '/second-factor', ['mfa_type', 'mfa_code', 'backup_code', 'webauthn_response']),
+  signInCall('POST', '/cancel'),
+  signInCall('PUT', '/totp/request/', ['name']),
+  signInCall('PUT', '/totp/verify/', ['mfa_code']),
+  signInCall('PUT', '/webauthn/request/', ['name']),
+  signInCall('PUT', '/webauthn/verify/', ['credential', 'name']),
+  signInCall('PUT', '/sms/request/', ['phone_number']),
+  signInCall('PUT', '/sms/verify/', ['mfa_code']),
+];
 /** Admin calls that change what they name whatever the body: only refused credentials are sent to them. */
 const ADMIN_WITHOUT_SAFE_BODY = new Set([ADMIN_SIGNING_KEYS, ADMIN_DELETE_USER, ADMIN_RESET_MFA]);
 const ENDPOINTS: readonly Endpoint[] = [
@@ -125,7 +148,12 @@ const ENDPOINTS: readonly Endpoint[] = [
   REVOKE,
   INTROSPECT,
   endpoint('GET', '/.well-known/oauth-authorization-server', 'none'),
+  endpoint('GET', '/.well-known/openid-configuration', 'none'),
   endpoint('GET', '/.well-known/jwks.json', 'none'),
+  // Fixture tokens were granted no scope: 403 insufficient_scope.
+  endpoint('GET', '/mfa/oauth2/userinfo/', 'access_token', { mayAnswer2xx: false }),
+  endpoint('POST', '/mfa/oauth2/userinfo/', 'access_token'),
+  ...SIGN_IN_ENDPOINTS,
   ADMIN_USERS,
   ADMIN_CLIENTS,
   ADMIN_SIGNING_KEYS,
@@ -139,6 +167,9 @@ const ENDPOINTS: readonly Endpoint[] = [
   ADMIN_LIST_WEBHOOKS,
   ADMIN_DELETE_WEBHOOK,
   ADMIN_WEBHOOK_DELIVERIES,
+  ADMIN_LIST_CLIENTS,
+  ADMIN_DELETE_CLIENT,
+  ADMIN_ROTATE_CLIENT_SECRET,
   endpoint('GET', '/healthz', 'none'),
   endpoint('GET', '/readyz', 'none'),
   endpoint('GET', '/metrics', 'none'),

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
-import { type Service, type ServiceOptions, startService } from './service.js';
-import { startTcpProxy } from './tcp-proxy.js';
+import { startServiceAtIssuer } from './issuer.js';
+import type { Service, ServiceOptions } from './service.js';
 
 /** Debian's Chromium: the browser the page is tested in. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -58,26 +58,13 @@ export async function launchChromium(): Promise<Browser> {
 
 /**
  * The service with ISSUER http://localhost:<port>, a secure context for WebAuthn whose RP ID is
- * `localhost`. The port must be known before the service starts (ISSUER names it), so a proxy
- * listens on it and forwards to wherever the service ends up listening.
+ * `localhost`.
  */
 export async function startServiceOnLocalhost(
   options: ServiceOptions = {},
 ): Promise<{ service: Service; origin: string; close(): Promise<void> }> {
   ensureBuilt();
-  const upstream = { host: '127.0.0.1', port: 0 };
-  const proxy = await startTcpProxy(upstream);
-  const origin = `http://localhost:${proxy.port}`;
-  const service = await startService({ ...options, env: { ISSUER: origin, ...options.env } });
-  upstream.port = Number(new URL(service.url).port);
-  return {
-    service,
-    origin,
-    async close() {
-      await service.close();
-      await proxy.cut();
-    },
-  };
+  return startServiceAtIssuer(options, 'localhost');
 }
 
 /**

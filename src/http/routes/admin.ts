@@ -1,6 +1,7 @@
 import type { AuditTrail } from '../../audit/audit-trail.js';
 import type { MfaRemoval } from '../../mfa/mfa-removal.js';
-import type { Clients } from '../../oauth/clients.js';
+import { type ClientMetadataInput, parseClientMetadata } from '../../oauth/client-metadata.js';
+import type { ClientSettings as ClientSettingsRecord, Clients } from '../../oauth/clients.js';
 import type { SigningKeys } from '../../oauth/signing-keys.js';
 import type { WebhookEndpoint } from '../../store/webhooks.js';
 import type { Accounts } from '../../users/accounts.js';
@@ -8,9 +9,11 @@ import type { WebhookEndpoints } from '../../webhooks/endpoints.js';
 import type { App, RequestGuard } from '../app-types.js';
 import {
   ClientIdParams,
+  ClientList,
+  ClientSecret,
   ClientSettings,
+  ClientWithSecret,
   CreateClientBody,
-  CreatedClient,
   CreatedUser,
   CreatedWebhook,
   CreateUserBody,
@@ -27,8 +30,27 @@ import {
   WebhookList,
 } from '../schemas.js';
 
-function toClientSettings(client: Awaited<ReturnType<Clients['getClient']>>) {
-  return { client_id: client.clientId, name: client.name, mfa_challenge: client.mfaChallenge };
+function toClientSettings(client: ClientSettingsRecord) {
+  return {
+    client_id: client.id,
+    name: client.name,
+    mfa_challenge: client.mfaChallenge,
+    redirect_uris: client.redirectUris,
+    post_logout_redirect_uris: client.postLogoutRedirectUris,
+    token_endpoint_auth_method: client.tokenEndpointAuthMethod,
+    allowed_scopes: client.allowedScopes.join(' '),
+    web_origins: client.webOrigins,
+    id_token_signed_response_alg: client.idTokenSignedResponseAlg,
+    mfa_policy: client.mfaPolicy,
+  };
+}
+
+/** The settings in an admin request's body, checked (400 naming the field). */
+function clientSettingsOf(body: { mfa_challenge?: 'seed' | 'error' } & ClientMetadataInput) {
+  return {
+    ...parseClientMetadata(body),
+    ...(body.mfa_challenge !== undefined && { mfaChallenge: body.mfa_challenge }),
+  };
 }
 
 export interface AdminRouteDeps {
@@ -98,13 +120,22 @@ export function adminRoutes(
   app.post(
     '/admin/clients',
     {
-      schema: { body: CreateClientBody, response: { 201: CreatedClient, 400: ErrorBody, 401: ErrorBody } },
+      schema: { body: CreateClientBody, response: { 201: ClientWithSecret, 400: ErrorBody, 401: ErrorBody } },
       onRequest: requireAdmin,
     },
     async (request, reply) => {
-      const client = await clients.registerClient(request.body.name, request.body.mfa_challenge);
-      return reply.code(201).send({ client_id: client.clientId, client_secret: client.clientSecret });
+      const created = await clients.registerClient(request.body.name, clientSettingsOf(request.body));
+      return reply.code(201).send({
+        ...toClientSettings(created.settings),
+        ...(created.clientSecret && { client_secret: created.clientSecret }),
+      });
     },
+  );
+
+  app.get(
+    '/admin/clients',
+    { schema: { response: { 200: ClientList, 401: ErrorBody } }, onRequest: requireAdmin },
+    async () => ({ clients: (await clients.listClients()).map(toClientSettings) }),
   );
 
   app.get(
@@ -122,11 +153,45 @@ export function adminRoutes(
       schema: {
         params: ClientIdParams,
         body: UpdateClientBody,
-        response: { 200: ClientSettings, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+        response: { 200: ClientWithSecret, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
       },
       onRequest: requireAdmin,
     },
-    async (request) => toClientSettings(await clients.setMfaChallenge(request.params.id, request.body.mfa_challenge)),
+    async (request) => {
+      const { name, ...settings } = request.body;
+      const updated = await clients.updateClient(request.params.id, { ...clientSettingsOf(settings), name });
+      return {
+        ...toClientSettings(updated.settings),
+        ...(updated.clientSecret && { client_secret: updated.clientSecret }),
+      };
+    },
+  );
+
+  app.delete(
+    '/admin/clients/:id',
+    {
+      schema: { params: ClientIdParams, response: { 204: {}, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await clients.deleteClient(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/admin/clients/:id/secret',
+    {
+      schema: {
+        params: ClientIdParams,
+        response: { 201: ClientSecret, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+      },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send({ client_id: request.params.id, client_secret: await clients.rotateSecret(request.params.id) }),
   );
 
   app.post(

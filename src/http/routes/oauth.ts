@@ -1,6 +1,7 @@
 import formBody from '@fastify/formbody';
 import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../errors.js';
+import type { AuthorizationCodes } from '../../oauth/authorization-codes.js';
 import { type Clients, PUBLIC_CLIENT_ID } from '../../oauth/clients.js';
 import type { TokenIntrospection } from '../../oauth/introspection.js';
 import {
@@ -27,6 +28,7 @@ import {
 
 export interface OAuthRouteDeps {
   clients: Clients;
+  codes: AuthorizationCodes;
   passwordGrant: PasswordGrant;
   refreshGrant: RefreshGrant;
   revocation: Revocation;
@@ -37,7 +39,7 @@ export const TOKEN_PATH = '/mfa/oauth2/token/';
 export const REVOCATION_PATH = '/mfa/oauth2/revoke/';
 export const INTROSPECTION_PATH = '/mfa/oauth2/introspect/';
 /** RFC 8414 grant_types_supported: every grant the token endpoint answers. */
-export const GRANT_TYPES = ['password', 'refresh_token', MFA_OTP_GRANT, MFA_RECOVERY_CODE_GRANT];
+export const GRANT_TYPES = ['authorization_code', 'password', 'refresh_token', MFA_OTP_GRANT, MFA_RECOVERY_CODE_GRANT];
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: MfaRequiredError };
 /** For the OpenAPI document: RFC 6749 §4.3.2 and RFC 7009/7662 bodies are forms; JSON is accepted too. */
@@ -45,7 +47,7 @@ const consumes = ['application/x-www-form-urlencoded', 'application/json'];
 
 /** The OAuth endpoints, in their own scope: only they accept form bodies (RFC 6749 §4.3.2). */
 export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
-  const { clients, passwordGrant, refreshGrant, revocation, introspection } = deps;
+  const { clients, codes, passwordGrant, refreshGrant, revocation, introspection } = deps;
   await app.register(formBody, { bodyLimit: 65_536 });
 
   // RFC 6749 §5.1 and RFC 7662 §2.2: answers carrying tokens or their details must not be cached
@@ -70,6 +72,21 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
       const context = contextOf(request);
       const missing = (grant: string, fields: string) =>
         new ServiceError('invalid_request', `the ${grant} grant needs ${fields}`);
+      if (body.grant_type === 'authorization_code') {
+        if (body.code === undefined) throw missing('authorization_code', 'code, redirect_uri and code_verifier');
+        if (client.id === PUBLIC_CLIENT_ID) {
+          throw new ServiceError(
+            'invalid_client',
+            'the authorization_code grant needs the client: client_id (and its secret, for a confidential client)',
+          );
+        }
+        return toTokenResponseBody(
+          await codes.grantWithAuthorizationCode(
+            { client, code: body.code, redirectUri: body.redirect_uri, codeVerifier: body.code_verifier },
+            context,
+          ),
+        );
+      }
       if (body.grant_type === 'refresh_token') {
         if (body.refresh_token === undefined) throw missing('refresh_token', 'refresh_token');
         return toTokenResponseBody(

@@ -35,7 +35,8 @@ export const PAGE_CSP = [
   "trusted-types 'none'",
 ].join('; ');
 
-const SECURITY_HEADERS = {
+/** The headers every page is served with. */
+export const PAGE_HEADERS = {
   'content-security-policy': PAGE_CSP,
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
@@ -94,7 +95,7 @@ export function pageRoutes(app: App, { name, page }: { name: string; page: Page 
     if (!page) throw notBuilt();
     // no-cache: the HTML names the current hashed files, so it is checked on every visit.
     return reply
-      .headers({ ...SECURITY_HEADERS, 'cache-control': 'no-cache', 'content-type': 'text/html; charset=utf-8' })
+      .headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache', 'content-type': 'text/html; charset=utf-8' })
       .send(page.html);
   });
 
@@ -105,7 +106,7 @@ export function pageRoutes(app: App, { name, page }: { name: string; page: Page 
     // Named by their content: a changed file gets a new name, so a year-long cache is safe.
     return reply
       .headers({
-        ...SECURITY_HEADERS,
+        ...PAGE_HEADERS,
         'cache-control': 'public, max-age=31536000, immutable',
         'content-type': asset.contentType,
       })

@@ -10,6 +10,7 @@ import * as webauthn from './2026_11_23_2340_webauthn.js';
 import * as loginsInFlight from './2026_11_24_1400_logins_in_flight.js';
 import * as userLookups from './2026_11_24_1500_user_lookups.js';
 import * as hardeningThree from './2026_11_26_1000_hardening_three.js';
+import * as openidConnect from './2026_11_26_1200_openid_connect.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_1400_logins_in_flight': loginsInFlight,
   '2026_11_24_1500_user_lookups': userLookups,
   '2026_11_26_1000_hardening_three': hardeningThree,
+  '2026_11_26_1200_openid_connect': openidConnect,
 };

@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+
+/**
+ * A browser as the hosted sign-in sees it, without the page: it keeps cookies, follows the
+ * authorization endpoint's redirects by hand, and calls the sign-in API as the page's script does
+ * (JSON, the CSRF token the API gave it, its own origin). The page itself is tested in Chromium.
+ */
+export class SignInBrowser {
+  readonly cookies = new Map<string, string>();
+
+  constructor(readonly origin: string) {}
+
+  /** A request with this browser's cookies; Set-Cookie answers are kept, redirects are not followed. */
+  async request(url: string | URL, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<Response> {
+    const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+    const response = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: { ...init.headers, ...(cookie ? { cookie } : {}) },
+    });
+    for (const header of response.headers.getSetCookie()) {
+      const [pair = ''] = header.split(';');
+      const [name = '', ...value] = pair.split('=');
+      const isCleared = /expires=Thu, 01 Jan 1970/i.test(header) || /max-age=0/i.test(header);
+      if (isCleared) this.cookies.delete(name.trim());
+      else this.cookies.set(name.trim(), value.join('='));
+    }
+    return response;
+  }
+
+  /**
+   * Opens an authorization URL: where the browser lands back at the app (the redirect's
+   * Location), or the hosted sign-in it was sent to.
+   */
+  async authorize(url: string | URL): Promise<{ back: URL } | { signIn: SignInApi }> {
+    const response = await this.request(url);
+    await response.body?.cancel();
+    assert.equal(response.status, 303, `the authorization endpoint answered ${response.status}`);
+    const location = new URL(response.headers.get('location') ?? '', url);
+    if (location.origin === this.origin && location.pathname === '/sign-in/') {
+      const id = location.searchParams.get('id') ?? '';
+      const signIn = new SignInApi(this, id);
+      await signIn.open();
+      return { signIn };
+    }
+    return { back: location };
+  }
+
+  /** Opens the authorization URL and expects the hosted sign-in. */
+  async startSignIn(url: string | URL): Promise<SignInApi> {
+    const opened = await this.authorize(url);
+    assert.ok('signIn' in opened, `the request went straight back to the app: ${'back' in opened && opened.back}`);
+    return opened.signIn;
+  }
+}
+
+/** One sign-in in progress, through the API the page calls. */
+export class SignInApi {
+  csrfToken = '';
+  /** The state the sign-in opened in (GET). */
+  opened: any;
+
+  constructor(
+    readonly browser: SignInBrowser,
+    readonly id: string,
+  ) {}
+
+  private url(path: string): string {
+    return `${this.browser.origin}/mfa/oauth2/sign-in/${this.id}/${path}`;
+  }
+
+  async open(): Promise<any> {
+    const response = await this.browser.request(this.url(''));
+    const body = (await response.json()) as any;
+    assert.equal(response.status, 200, JSON.stringify(body));
+    this.csrfToken = body.csrf_token;
+    this.opened = body;
+    return body;
+  }
+
+  /** A call as the page makes it; answers the response itself. */
+  send(method: string, path: string, body: unknown = {}, headers: Record<string, string> = {}): Promise<Response> {
+    return this.browser.request(this.url(path), {
+      method,
+      body: JSON.stringify(body),
+      headers: {
+        'content-type': 'application/json',
+        origin: this.browser.origin,
+        'x-csrf-token': this.csrfToken,
+        ...headers,
+      },
+    });
+  }
+
+  /** `send`, expecting `status`; answers the parsed body. */
+  async expect(method: string, path: string, body: unknown, status: number): Promise<any> {
+    const response = await this.send(method, path, body);
+    const text = await response.text();
+    assert.equal(response.status, status, `${method} ${path}: ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  password(username: string, password: string, status = 200) {
+    return this.expect('POST', 'password', { username, password }, status);
+  }
+
+  secondFactor(body: Record<string, unknown>, status = 200) {
+    return this.expect('POST', 'second-factor', body, status);
+  }
+
+  cancel() {
+    return this.expect('POST', 'cancel', {}, 200);
+  }
+}
