@@ -4,7 +4,7 @@ import { byId } from '../shared/dom.js';
 import { say, warn } from '../shared/notices.js';
 import { createAccountView } from './account-view.js';
 import { createApi } from './api.js';
-import { createSignIn } from './sign-in.js';
+import { createAccountSignIn } from './sign-in.js';
 
 const base = new URL('../', location.href);
 const who = byId('who');
@@ -26,7 +26,7 @@ const api = createApi(base, {
 
 const account = createAccountView(api, () => username);
 
-const signIn = createSignIn(api, {
+const signIn = createAccountSignIn(api, {
   signedIn(name) {
     username = name;
     whoName.textContent = name;

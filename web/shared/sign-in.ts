@@ -1,0 +1,341 @@
+// The sign-in steps every page shows (CONTRACT §17, §18): the password, then the second factor the
+// service asks for, or another the person chooses. What each step is sent to is the page's own
+// (the account page: the password grant; the hosted sign-in: its API), behind SignInBackend.
+import { type PublicKeyCredentialRequestOptionsJSON, startAuthentication } from '@simplewebauthn/browser';
+import { ApiError } from './api-error.js';
+import { byId, digitsOf, el, whileBusy } from './dom.js';
+import { describeError, type SignInStep } from './messages.js';
+import { clearNotices, say, warn } from './notices.js';
+
+export type FactorType = 'sms' | 'totp' | 'webauthn';
+type Method = FactorType | 'backup';
+
+/** What the service answers a step: done, the second factor it asks for, or a factor to add first. */
+export type StepAnswer =
+  | { kind: 'done' }
+  | { kind: 'second_factor'; mfaType: FactorType; mfaTypes: FactorType[]; webauthn?: Record<string, unknown> }
+  | { kind: 'enrol'; factorTypes: FactorType[] };
+
+/** The second step's fields, as the token endpoint and the hosted sign-in's API both name them. */
+export interface SecondFactorFields {
+  mfa_type?: FactorType;
+  mfa_code?: string;
+  backup_code?: string;
+  webauthn_response?: unknown;
+}
+
+/** Where the steps go. */
+export interface SignInBackend {
+  password(username: string, password: string): Promise<StepAnswer>;
+  secondFactor(fields: SecondFactorFields): Promise<StepAnswer>;
+}
+
+export interface SignInHooks {
+  /** The sign-in is done (the backend holds what it gave). */
+  finished(username: string): void;
+  /** The service asks for a factor to be added before the sign-in can finish (hosted sign-in only). */
+  enrol?(answer: Extract<StepAnswer, { kind: 'enrol' }>, username: string): void;
+  /** The person gave up at the second step. */
+  cancelled(): void;
+}
+
+/** What the screen says and allows, for a first sign-in or a re-authentication. */
+export interface SignInScreen {
+  title: string;
+  intro: string;
+  documentTitle: string;
+  /** Given: the username is shown, read only (a re-authentication). */
+  username?: string;
+  /** Shown under the password form; false hides it. */
+  cancellable: boolean;
+}
+
+/** One sign-in in progress. */
+interface Attempt {
+  username: string;
+  methods: FactorType[];
+  method: Method;
+  /** Request options for the next passkey assertion; each set is good for one try. */
+  webauthnOptions?: Record<string, unknown>;
+  /** The sign-in's SMS failed, so `methods` is a guess: the service says which the person lacks when asked. */
+  didSmsFail?: boolean;
+}
+
+/**
+ * What the service answers when the password was right, the default factor is SMS, and its text
+ * could not go out: the second step must still open, for a late code or another factor.
+ */
+const SIGN_IN_SMS_FAILURES = new Set([
+  'sms_unavailable',
+  'sms_timeout',
+  'sms_rate_limited',
+  'phone_number_rejected',
+  'phone_number_not_allowed',
+]);
+
+const METHOD_CHOICES: Record<Method, string> = {
+  webauthn: 'Use a passkey',
+  totp: 'Use your authenticator app',
+  sms: 'Text a code to my phone',
+  backup: 'Use a backup code',
+};
+
+/**
+ * The sign-in screen of the page (the elements of #sign-in: #password-form, #factor-form …): the
+ * password, then the second factor the service asks for (or another the person chooses).
+ */
+export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
+  const section = byId('sign-in');
+  const title = byId('sign-in-title');
+  const intro = byId('sign-in-intro');
+  const passwordForm = byId<HTMLFormElement>('password-form');
+  const usernameInput = byId<HTMLInputElement>('username');
+  const passwordInput = byId<HTMLInputElement>('password');
+  const cancelSignIn = byId<HTMLButtonElement>('sign-in-cancel');
+  const factorForm = byId<HTMLFormElement>('factor-form');
+  const factorTitle = byId('factor-title');
+  const factorPrompt = byId('factor-prompt');
+  const codeField = byId('code-field');
+  const codeLabel = byId('code-label');
+  const codeInput = byId<HTMLInputElement>('code');
+  const codeHint = byId('code-hint');
+  const factorSubmit = byId<HTMLButtonElement>('factor-submit');
+  const resend = byId<HTMLButtonElement>('factor-resend');
+  const factorCancel = byId<HTMLButtonElement>('factor-cancel');
+  const choices = byId('factor-choices');
+
+  let attempt: Attempt | undefined;
+
+  function showPasswordStep() {
+    attempt = undefined;
+    passwordInput.value = '';
+    codeInput.value = '';
+    factorForm.hidden = true;
+    passwordForm.hidden = false;
+  }
+
+  /** The password step, as `screen` says. */
+  function start(screen: SignInScreen): void {
+    showPasswordStep();
+    title.textContent = screen.title;
+    intro.textContent = screen.intro;
+    usernameInput.readOnly = screen.username !== undefined;
+    usernameInput.value = screen.username ?? '';
+    cancelSignIn.hidden = !screen.cancellable;
+    section.hidden = false;
+    document.title = screen.documentTitle;
+    (screen.username === undefined ? usernameInput : passwordInput).focus();
+  }
+
+  /** Goes on from the password step another page already passed (a sign-in session): the second step. */
+  function continueWith(username: string, answer: StepAnswer): void {
+    section.hidden = false;
+    passwordForm.hidden = true;
+    attempt = { username, methods: [], method: 'totp' };
+    follow(answer, username);
+  }
+
+  function hide(): void {
+    section.hidden = true;
+    showPasswordStep();
+  }
+
+  /** Acts on the service's answer to a step. */
+  function follow(answer: StepAnswer, username: string): void {
+    if (answer.kind === 'done') {
+      hide();
+      clearNotices();
+      hooks.finished(username);
+      return;
+    }
+    if (answer.kind === 'enrol') {
+      if (!hooks.enrol) throw new Error('this page cannot add a factor while signing in');
+      factorForm.hidden = true;
+      passwordForm.hidden = true;
+      hooks.enrol(answer, username);
+      return;
+    }
+    showFactorStep(answer);
+  }
+
+  function showFactorStep(answer: Extract<StepAnswer, { kind: 'second_factor' }>) {
+    if (!attempt) return;
+    attempt.methods = answer.mfaTypes;
+    attempt.method = answer.mfaType;
+    attempt.webauthnOptions = answer.webauthn;
+    attempt.didSmsFail = false;
+    showFactorForm();
+    if (answer.mfaType === 'sms') say('We sent a code to your phone by SMS.', section);
+  }
+
+  function showFactorForm() {
+    passwordForm.hidden = true;
+    factorForm.hidden = false;
+    clearNotices();
+    renderMethod();
+  }
+
+  function renderMethod() {
+    if (!attempt) return;
+    const method = attempt.method;
+    codeInput.value = '';
+    codeField.hidden = method === 'webauthn';
+    resend.hidden = method !== 'sms';
+    codeHint.textContent = '';
+    if (method === 'webauthn') {
+      factorTitle.textContent = 'Second step: your passkey';
+      factorPrompt.textContent = 'Use your passkey: your device or security key asks you to confirm.';
+      factorSubmit.textContent = 'Use my passkey';
+    } else if (method === 'backup') {
+      factorTitle.textContent = 'Second step: a backup code';
+      factorPrompt.textContent = 'Enter one of your backup codes. Each code works once.';
+      codeLabel.textContent = 'Backup code (12 digits)';
+      codeHint.textContent = 'Spaces are fine.';
+      factorSubmit.textContent = 'Verify';
+    } else {
+      const sms = method === 'sms';
+      factorTitle.textContent = sms ? 'Second step: a code by SMS' : 'Second step: your authenticator app';
+      factorPrompt.textContent = !sms
+        ? 'Enter the 6-digit code your authenticator app shows for this account.'
+        : attempt.didSmsFail
+          ? 'If the code reaches your phone, enter it here. Otherwise ask for a new one, or choose another way below.'
+          : 'Enter the 6-digit code we sent to your phone. It works for 5 minutes.';
+      codeLabel.textContent = sms ? 'Code from the SMS' : 'Code from the app';
+      factorSubmit.textContent = 'Verify';
+    }
+    const others: Method[] = [...attempt.methods.filter((type) => type !== method), 'backup'];
+    choices.replaceChildren(
+      ...others
+        .filter((other) => other !== method)
+        .map((other) => {
+          const choice = el('button', { type: 'button', class: 'link' }, METHOD_CHOICES[other]);
+          choice.addEventListener('click', () => void choose(other));
+          return el('li', {}, choice);
+        }),
+    );
+    (method === 'webauthn' ? factorSubmit : codeInput).focus();
+  }
+
+  /** Switches to another factor; for SMS and passkeys the service must send a code or options first. */
+  async function choose(method: Method) {
+    if (!attempt) return;
+    const current = attempt;
+    if (method === 'totp' || method === 'backup') {
+      current.method = method;
+      clearNotices();
+      renderMethod();
+      return;
+    }
+    await whileBusy(factorForm, async () => {
+      try {
+        const answer = await backend.secondFactor({ mfa_type: method });
+        if (answer.kind !== 'second_factor') return follow(answer, current.username);
+        current.methods = answer.mfaTypes;
+        current.method = answer.mfaType;
+        current.webauthnOptions = answer.webauthn;
+        current.didSmsFail = false;
+        renderMethod();
+        if (method === 'sms') {
+          say(
+            'We sent a code to your phone by SMS. (If you asked in the last 30 seconds, the code already sent works.)',
+            section,
+          );
+        } else {
+          clearNotices();
+        }
+      } catch (error) {
+        warn(describeError(error, 'other'), section);
+      }
+    });
+  }
+
+  passwordForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const username = usernameInput.value.trim();
+    const password = passwordInput.value;
+    if (!username || !password) {
+      warn('Enter your username and your password.', section);
+      (username ? passwordInput : usernameInput).focus();
+      return;
+    }
+    void whileBusy(passwordForm, async () => {
+      try {
+        attempt = { username, methods: [], method: 'totp' };
+        follow(await backend.password(username, password), username);
+      } catch (error) {
+        if (error instanceof ApiError && SIGN_IN_SMS_FAILURES.has(error.code)) {
+          // The service does not say which other factors the person has: all are offered, and
+          // asking for one they lack is answered with invalid_request, shown like any refusal.
+          attempt = { username, methods: ['sms', 'totp', 'webauthn'], method: 'sms', didSmsFail: true };
+          showFactorForm();
+          warn(describeError(error, 'code'), section);
+          return;
+        }
+        attempt = undefined;
+        warn(describeError(error, 'password'), section);
+        passwordInput.select();
+        passwordInput.focus();
+      }
+    });
+  });
+
+  factorForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    if (!attempt) return;
+    const current = attempt;
+    const method = current.method;
+    const code = digitsOf(codeInput.value);
+    if (method === 'backup' && !/^\d{12}$/.test(code)) {
+      warn('A backup code has 12 digits.', section);
+      codeInput.focus();
+      return;
+    }
+    if ((method === 'sms' || method === 'totp') && !/^\d{6}$/.test(code)) {
+      warn('Enter the 6 digits of the code.', section);
+      codeInput.focus();
+      return;
+    }
+    const step: SignInStep = method === 'webauthn' ? 'passkey' : method === 'backup' ? 'backup_code' : 'code';
+    void whileBusy(factorForm, async () => {
+      try {
+        let answer: StepAnswer;
+        if (method === 'webauthn') {
+          // Options are good for one assertion: a second try asks the service for new ones.
+          let options = current.webauthnOptions;
+          current.webauthnOptions = undefined;
+          if (!options) {
+            const fresh = await backend.secondFactor({ mfa_type: 'webauthn' });
+            if (fresh.kind !== 'second_factor') return follow(fresh, current.username);
+            options = fresh.webauthn;
+          }
+          const assertion = await startAuthentication({
+            optionsJSON: options as unknown as PublicKeyCredentialRequestOptionsJSON,
+          });
+          answer = await backend.secondFactor({ mfa_type: 'webauthn', webauthn_response: assertion });
+        } else if (method === 'backup') {
+          answer = await backend.secondFactor({ backup_code: code });
+        } else {
+          answer = await backend.secondFactor({ mfa_type: method, mfa_code: code });
+        }
+        follow(answer, current.username);
+      } catch (error) {
+        warn(describeError(error, step), section);
+        codeInput.value = '';
+        if (!codeField.hidden) codeInput.focus();
+      }
+    });
+  });
+
+  resend.addEventListener('click', () => void choose('sms'));
+
+  factorCancel.addEventListener('click', () => {
+    clearNotices();
+    hooks.cancelled();
+  });
+
+  cancelSignIn.addEventListener('click', () => hooks.cancelled());
+
+  return { start, continueWith, hide, showPasswordStep, focusUsername: () => usernameInput.focus() };
+}
+
+export type SignIn = ReturnType<typeof createSignIn>;
