@@ -1,12 +1,6 @@
-import {
-  browserSupportsWebAuthn,
-  type PublicKeyCredentialCreationOptionsJSON,
-  startRegistration,
-} from '@simplewebauthn/browser';
-import { generate } from 'lean-qr';
-import { toSvg } from 'lean-qr/extras/svg';
+import { createFactorAdding, FACTOR_NAME } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
-import { button, byId, digitsOf, el, grouped, whileBusy } from '../shared/dom.js';
+import { button, byId, el, grouped, whileBusy } from '../shared/dom.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { describeError, type Step } from './messages.js';
@@ -17,8 +11,6 @@ const TYPE_LABELS: Record<Factor['type'], string> = {
   sms: 'SMS codes',
 };
 
-/** As the service checks it (FACTOR_NAME_PATTERN): 1 to 64 characters, none of them a control character. */
-const FACTOR_NAME = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]{1,64}$/u;
 
 /** Unused backup codes; 'unknown' when telling would need a fresher login; 'off' without MFA. */
 type BackupState = number | 'unknown' | 'off';
@@ -31,26 +23,11 @@ export function createAccountView(api: Api, username: () => string) {
   const list = byId('factor-list');
   const none = byId('no-factors');
   const factorsTitle = byId('factors-title');
-  const addButtons = {
-    passkey: byId<HTMLButtonElement>('add-passkey'),
-    totp: byId<HTMLButtonElement>('add-totp'),
-    sms: byId<HTMLButtonElement>('add-sms'),
-  };
-  const forms = {
-    passkey: byId<HTMLFormElement>('passkey-form'),
-    totpStart: byId<HTMLFormElement>('totp-start-form'),
-    totpVerify: byId<HTMLFormElement>('totp-verify-form'),
-    smsStart: byId<HTMLFormElement>('sms-start-form'),
-    smsVerify: byId<HTMLFormElement>('sms-verify-form'),
-  };
   const backupSummary = byId('backup-summary');
   const backupCreate = byId<HTMLButtonElement>('backup-create');
   const backupBox = byId('backup-codes-box');
   const backupList = byId('backup-codes');
   let backupCodes: string[] = [];
-  let smsNumber = '';
-  /** The button that opened the add form on screen, to give focus back to. */
-  let opener: HTMLButtonElement | undefined;
 
   const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
   const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
@@ -75,7 +52,7 @@ export function createAccountView(api: Api, username: () => string) {
   async function show(): Promise<void> {
     section.hidden = false;
     document.title = 'Sign-in security · Account security';
-    closeForms();
+    adding.closeForms();
     closeBackupCodes();
     await act('other', section, reload);
     title.focus();
@@ -83,7 +60,7 @@ export function createAccountView(api: Api, username: () => string) {
 
   function hide(): void {
     section.hidden = true;
-    closeForms();
+    adding.closeForms();
     closeBackupCodes();
     list.replaceChildren();
   }
@@ -270,163 +247,16 @@ export function createAccountView(api: Api, username: () => string) {
             : `You have ${state} unused backup code${state === 1 ? '' : 's'}. A new set cancels these.`;
   }
 
-  // Adding a factor: one form on screen at a time.
-
-  function closeForms() {
-    byId('add-buttons').hidden = false;
-    for (const form of Object.values(forms)) {
-      form.hidden = true;
-      form.reset();
-    }
-    byId('totp-qr').replaceChildren();
-    byId('totp-secret').textContent = '';
-    smsNumber = '';
-  }
-
-  function open(form: HTMLFormElement, from: HTMLButtonElement) {
-    closeForms();
-    clearNotices();
-    opener = from;
-    // One thing at a time: the other ways to add come back with Cancel or when this one is done.
-    byId('add-buttons').hidden = true;
-    form.hidden = false;
-    form.querySelector('input')?.focus();
-  }
-
-  /** The new factor is in the list: the message goes there. */
-  async function finishAdding(message: string) {
-    closeForms();
-    opener = undefined;
-    await reload();
-    say(message, factorsTitle);
-    factorsTitle.focus();
-  }
-
-  for (const form of Object.values(forms)) {
-    form.querySelector('[data-cancel]')?.addEventListener('click', () => {
-      closeForms();
-      clearNotices();
-      opener?.focus();
-    });
-  }
-
-  function nameFrom(input: HTMLInputElement, fallback: string): string | undefined {
-    const name = input.value.trim() || fallback;
-    if (FACTOR_NAME.test(name)) return name;
-    warn('A name has 1 to 64 characters.', input);
-    input.focus();
-    return undefined;
-  }
-
-  addButtons.passkey.addEventListener('click', () => open(forms.passkey, addButtons.passkey));
-  forms.passkey.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const name = nameFrom(byId<HTMLInputElement>('passkey-name'), 'Passkey');
-    if (!name) return;
-    if (!browserSupportsWebAuthn()) {
-      warn('This browser cannot make passkeys.', forms.passkey);
-      return;
-    }
-    void act('passkey', forms.passkey, async () => {
-      const { options } = await api.call<{ options: PublicKeyCredentialCreationOptionsJSON }>(
-        'PUT',
-        'mfa/webauthn/request/',
-        { body: { name } },
-      );
-      const credential = await startRegistration({ optionsJSON: options });
-      await api.call('PUT', 'mfa/webauthn/verify/', { body: { credential, name } });
-      await finishAdding(`Passkey “${name}” added. Signing in can now use it.`);
-    });
+  // Adding a factor (web/shared/add-factor.ts): the API under mfa/, and the list shows the new one.
+  const adding = createFactorAdding({
+    enrol: (path, body) => api.call('PUT', `mfa/${path}`, { body }),
+    act,
+    async added(message) {
+      await reload();
+      say(message, factorsTitle);
+      factorsTitle.focus();
+    },
   });
-
-  addButtons.totp.addEventListener('click', () => open(forms.totpStart, addButtons.totp));
-  forms.totpStart.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const name = nameFrom(byId<HTMLInputElement>('totp-name'), 'Authenticator app');
-    if (!name) return;
-    void act('other', forms.totpStart, async () => {
-      const enrolment = await api.call<{ secret: string; otpauth_uri: string }>('PUT', 'mfa/totp/request/', {
-        body: { name },
-      });
-      forms.totpStart.hidden = true;
-      // Drawn as SVG elements (no data: URL, no HTML string): the CSP and Trusted Types allow it.
-      byId('totp-qr').replaceChildren(
-        toSvg(generate(enrolment.otpauth_uri), document, { on: '#000', off: '#fff', pad: 4 }),
-      );
-      byId('totp-secret').textContent = grouped(enrolment.secret);
-      forms.totpVerify.hidden = false;
-      byId('totp-verify-title').focus();
-    });
-  });
-  /** The last step of adding an app or a phone: the 6-digit code it shows or received proves it. */
-  function verifyWithCode(form: HTMLFormElement, inputId: string, path: string, added: () => string) {
-    form.addEventListener('submit', (event) => {
-      event.preventDefault();
-      const input = byId<HTMLInputElement>(inputId);
-      const code = digitsOf(input.value);
-      if (!/^\d{6}$/.test(code)) {
-        warn('Enter the 6 digits of the code.', input);
-        input.focus();
-        return;
-      }
-      void act('enrol_code', form, async () => {
-        try {
-          await api.call('PUT', path, { body: { mfa_code: code } });
-        } catch (error) {
-          input.value = '';
-          input.focus();
-          throw error;
-        }
-        await finishAdding(added());
-      });
-    });
-  }
-
-  verifyWithCode(
-    forms.totpVerify,
-    'totp-code',
-    'mfa/totp/verify/',
-    () => 'Authenticator app added. Signing in can now use its codes.',
-  );
-
-  addButtons.sms.addEventListener('click', () => open(forms.smsStart, addButtons.sms));
-
-  async function sendSmsCode(phone: string) {
-    await api.call('PUT', 'mfa/sms/request/', { body: { phone_number: phone } });
-    smsNumber = phone;
-    byId('sms-verify-intro').textContent = `We sent a 6-digit code to +${phone}. It works for 5 minutes.`;
-  }
-
-  forms.smsStart.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const input = byId<HTMLInputElement>('sms-phone');
-    const phone = digitsOf(input.value).replace(/^\+/, '');
-    if (!/^\d{7,15}$/.test(phone)) {
-      warn('Enter the number with its country code: 7 to 15 digits, e.g. 14155552671.', input);
-      input.focus();
-      return;
-    }
-    void act('phone', forms.smsStart, async () => {
-      await sendSmsCode(phone);
-      forms.smsStart.hidden = true;
-      forms.smsVerify.hidden = false;
-      say(`Code sent to +${phone}.`, forms.smsVerify);
-      byId('sms-code').focus();
-    });
-  });
-  byId('sms-resend').addEventListener('click', () =>
-    act('phone', forms.smsVerify, async () => {
-      await sendSmsCode(smsNumber);
-      say(`A new code was sent to +${smsNumber}.`, forms.smsVerify);
-      byId('sms-code').focus();
-    }),
-  );
-  verifyWithCode(
-    forms.smsVerify,
-    'sms-code',
-    'mfa/sms/verify/',
-    () => `Phone +${smsNumber} added. Signing in can now send it codes.`,
-  );
 
   // Backup codes: shown once, downloadable, gone from the page when put away.
 

@@ -5,6 +5,8 @@ import { ApiError } from './api-error.js';
 
 /** What the person was doing while signing in, for the errors whose meaning depends on it. */
 export type SignInStep = 'password' | 'code' | 'backup_code' | 'passkey' | 'other';
+/** … or while adding a factor: a code that proves it, a phone number. */
+export type EnrolmentStep = SignInStep | 'enrol_code' | 'phone';
 
 const FACTOR_WORDS: Record<string, string> = {
   sms: 'phone for SMS codes',
@@ -25,8 +27,12 @@ function plural(count: number, unit: string): string {
 }
 
 /** A sentence a person can act on, for any error the API or the browser raises. */
-export function describeError(error: unknown, step: SignInStep = 'other'): string {
-  if (error instanceof ApiError) return describeApiError(error, step);
+export function describeError(error: unknown, step: EnrolmentStep = 'other'): string {
+  const enrolmentMessage =
+    error instanceof ApiError ? describeEnrolmentApiError(error, step) : describeEnrolmentError(error);
+  if (enrolmentMessage) return enrolmentMessage;
+  const signInStep = step === 'enrol_code' || step === 'phone' ? 'other' : step;
+  if (error instanceof ApiError) return describeApiError(error, signInStep);
   if (error instanceof WebAuthnError || (error instanceof Error && error.name.endsWith('Error'))) {
     const passkeyMessage = describePasskeyError(error);
     if (passkeyMessage) return passkeyMessage;
@@ -95,4 +101,33 @@ function describePasskeyError(error: Error): string | undefined {
 /** "the description." → "The description" (the caller adds its own full stop). */
 export function capitalised(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1).replace(/\.$/, '');
+}
+
+/** The API's errors about adding a factor, or undefined for the others. */
+function describeEnrolmentApiError(error: ApiError, step: EnrolmentStep): string | undefined {
+  switch (error.code) {
+    case 'invalid_credential':
+      return `The passkey could not be added: ${error.description}.`;
+    case 'too_many_factors':
+    case 'mfa_already_enabled':
+      return `${capitalised(error.description)}.`;
+    case 'invalid_phone_number':
+      // "phone_number is not a possible number for its country" → "it is not a possible number …".
+      return `That phone number cannot be used: ${error.description.replace(/^phone_number /, 'it ').replace(/\.$/, '')}.`;
+    case 'invalid_request':
+      if (step === 'phone') return `That phone number cannot be used: ${error.description}.`;
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** The browser's refusal to make a second passkey on one device for one account, or undefined. */
+function describeEnrolmentError(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const code = error instanceof WebAuthnError ? error.code : undefined;
+  if (code === 'ERROR_AUTHENTICATOR_PREVIOUSLY_REGISTERED' || error.name === 'InvalidStateError') {
+    return 'This device already holds a passkey for your account.';
+  }
+  return undefined;
 }

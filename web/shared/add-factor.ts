@@ -1,0 +1,203 @@
+// Adding a second factor (a passkey, an authenticator app, a phone), the same forms on every page:
+// the account page (its API under mfa/) and the hosted sign-in when the app asks for a factor the
+// person does not have yet (its API under mfa/oauth2/sign-in/<id>/). One form on screen at a time.
+import {
+  browserSupportsWebAuthn,
+  type PublicKeyCredentialCreationOptionsJSON,
+  startRegistration,
+} from '@simplewebauthn/browser';
+import { generate } from 'lean-qr';
+import { toSvg } from 'lean-qr/extras/svg';
+import { byId, digitsOf, grouped } from './dom.js';
+import type { EnrolmentStep } from './messages.js';
+import { clearNotices, say, warn } from './notices.js';
+import type { FactorType } from './sign-in.js';
+
+/** As the service checks it (FACTOR_NAME_PATTERN): 1 to 64 characters, none of them a control character. */
+export const FACTOR_NAME = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}]{1,64}$/u;
+
+export interface FactorAddingHost {
+  /** PUT to the enrolment call `path` (e.g. `totp/request/`) under the page's API. */
+  enrol<T>(path: string, body: unknown): Promise<T>;
+  /** Runs an action of the page; any error becomes a message near `container`. */
+  act(step: EnrolmentStep, container: HTMLElement | undefined, action: () => Promise<void>): Promise<void>;
+  /** The factor was added; `answer` is what its last call answered. */
+  added(message: string, answer: unknown): Promise<void>;
+}
+
+/** The "Add …" buttons (#add-passkey, #add-totp, #add-sms) and their forms. */
+export function createFactorAdding(host: FactorAddingHost) {
+  const addButtons: Record<FactorType, HTMLButtonElement> = {
+    webauthn: byId<HTMLButtonElement>('add-passkey'),
+    totp: byId<HTMLButtonElement>('add-totp'),
+    sms: byId<HTMLButtonElement>('add-sms'),
+  };
+  const forms = {
+    passkey: byId<HTMLFormElement>('passkey-form'),
+    totpStart: byId<HTMLFormElement>('totp-start-form'),
+    totpVerify: byId<HTMLFormElement>('totp-verify-form'),
+    smsStart: byId<HTMLFormElement>('sms-start-form'),
+    smsVerify: byId<HTMLFormElement>('sms-verify-form'),
+  };
+  let smsNumber = '';
+  /** The button that opened the add form on screen, to give focus back to. */
+  let opener: HTMLButtonElement | undefined;
+
+  function closeForms() {
+    byId('add-buttons').hidden = false;
+    for (const form of Object.values(forms)) {
+      form.hidden = true;
+      form.reset();
+    }
+    byId('totp-qr').replaceChildren();
+    byId('totp-secret').textContent = '';
+    smsNumber = '';
+  }
+
+  /** Offers only these types (the hosted sign-in offers what reaches what the app asks). */
+  function offer(types: readonly FactorType[]) {
+    for (const [type, addButton] of Object.entries(addButtons)) addButton.hidden = !types.includes(type as FactorType);
+  }
+
+  function open(form: HTMLFormElement, from: HTMLButtonElement) {
+    closeForms();
+    clearNotices();
+    opener = from;
+    // One thing at a time: the other ways to add come back with Cancel or when this one is done.
+    byId('add-buttons').hidden = true;
+    form.hidden = false;
+    form.querySelector('input')?.focus();
+  }
+
+  async function finishAdding(message: string, answer: unknown) {
+    closeForms();
+    opener = undefined;
+    await host.added(message, answer);
+  }
+
+  for (const form of Object.values(forms)) {
+    form.querySelector('[data-cancel]')?.addEventListener('click', () => {
+      closeForms();
+      clearNotices();
+      opener?.focus();
+    });
+  }
+
+  function nameFrom(input: HTMLInputElement, fallback: string): string | undefined {
+    const name = input.value.trim() || fallback;
+    if (FACTOR_NAME.test(name)) return name;
+    warn('A name has 1 to 64 characters.', input);
+    input.focus();
+    return undefined;
+  }
+
+  addButtons.webauthn.addEventListener('click', () => open(forms.passkey, addButtons.webauthn));
+  forms.passkey.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const name = nameFrom(byId<HTMLInputElement>('passkey-name'), 'Passkey');
+    if (!name) return;
+    if (!browserSupportsWebAuthn()) {
+      warn('This browser cannot make passkeys.', forms.passkey);
+      return;
+    }
+    void host.act('passkey', forms.passkey, async () => {
+      const { options } = await host.enrol<{ options: PublicKeyCredentialCreationOptionsJSON }>('webauthn/request/', {
+        name,
+      });
+      const credential = await startRegistration({ optionsJSON: options });
+      const answer = await host.enrol('webauthn/verify/', { credential, name });
+      await finishAdding(`Passkey “${name}” added. Signing in can now use it.`, answer);
+    });
+  });
+
+  addButtons.totp.addEventListener('click', () => open(forms.totpStart, addButtons.totp));
+  forms.totpStart.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const name = nameFrom(byId<HTMLInputElement>('totp-name'), 'Authenticator app');
+    if (!name) return;
+    void host.act('other', forms.totpStart, async () => {
+      const enrolment = await host.enrol<{ secret: string; otpauth_uri: string }>('totp/request/', { name });
+      forms.totpStart.hidden = true;
+      // Drawn as SVG elements (no data: URL, no HTML string): the CSP and Trusted Types allow it.
+      byId('totp-qr').replaceChildren(
+        toSvg(generate(enrolment.otpauth_uri), document, { on: '#000', off: '#fff', pad: 4 }),
+      );
+      byId('totp-secret').textContent = grouped(enrolment.secret);
+      forms.totpVerify.hidden = false;
+      byId('totp-verify-title').focus();
+    });
+  });
+
+  /** The last step of adding an app or a phone: the 6-digit code it shows or received proves it. */
+  function verifyWithCode(form: HTMLFormElement, inputId: string, path: string, added: () => string) {
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const input = byId<HTMLInputElement>(inputId);
+      const code = digitsOf(input.value);
+      if (!/^\d{6}$/.test(code)) {
+        warn('Enter the 6 digits of the code.', input);
+        input.focus();
+        return;
+      }
+      void host.act('enrol_code', form, async () => {
+        let answer: unknown;
+        try {
+          answer = await host.enrol(path, { mfa_code: code });
+        } catch (error) {
+          input.value = '';
+          input.focus();
+          throw error;
+        }
+        await finishAdding(added(), answer);
+      });
+    });
+  }
+
+  verifyWithCode(
+    forms.totpVerify,
+    'totp-code',
+    'totp/verify/',
+    () => 'Authenticator app added. Signing in can now use its codes.',
+  );
+
+  addButtons.sms.addEventListener('click', () => open(forms.smsStart, addButtons.sms));
+
+  async function sendSmsCode(phone: string) {
+    await host.enrol('sms/request/', { phone_number: phone });
+    smsNumber = phone;
+    byId('sms-verify-intro').textContent = `We sent a 6-digit code to +${phone}. It works for 5 minutes.`;
+  }
+
+  forms.smsStart.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const input = byId<HTMLInputElement>('sms-phone');
+    const phone = digitsOf(input.value).replace(/^\+/, '');
+    if (!/^\d{7,15}$/.test(phone)) {
+      warn('Enter the number with its country code: 7 to 15 digits, e.g. 14155552671.', input);
+      input.focus();
+      return;
+    }
+    void host.act('phone', forms.smsStart, async () => {
+      await sendSmsCode(phone);
+      forms.smsStart.hidden = true;
+      forms.smsVerify.hidden = false;
+      say(`Code sent to +${phone}.`, forms.smsVerify);
+      byId('sms-code').focus();
+    });
+  });
+  byId('sms-resend').addEventListener('click', () =>
+    host.act('phone', forms.smsVerify, async () => {
+      await sendSmsCode(smsNumber);
+      say(`A new code was sent to +${smsNumber}.`, forms.smsVerify);
+      byId('sms-code').focus();
+    }),
+  );
+  verifyWithCode(
+    forms.smsVerify,
+    'sms-code',
+    'sms/verify/',
+    () => `Phone +${smsNumber} added. Signing in can now send it codes.`,
+  );
+
+  return { closeForms, offer };
+}
