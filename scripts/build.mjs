@@ -23,7 +23,7 @@ if (existsSync('dist/main.js') && statSync('dist/main.js').mtimeMs > Math.max(..
 }
 
 /** The browser pages: each is web/<name>/ (index.html and main.ts), served at /<name>/ from dist/<name>/. */
-const PAGES = ['account'];
+const PAGES = ['account', 'sign-in'];
 
 // Built beside dist/ and then swapped in, so dist/ is never half written.
 const staging = `dist.${process.pid}`;
@@ -88,6 +88,10 @@ async function buildPage(page, outdir) {
     '%ICON%': `assets/${iconName}`,
   };
   let html = readFileSync(`web/${page}/index.html`, 'utf8');
+  // The forms several pages show (the sign-in steps, adding a factor) are written once, in web/shared/.
+  html = html.replace(/^[ \t]*<!-- include ([\w-]+\.html) -->\n/gm, (_line, name) =>
+    readFileSync(join('web/shared', name), 'utf8'),
+  );
   for (const [placeholder, value] of Object.entries(replacements)) html = html.replaceAll(placeholder, value);
   const unfilled = /%[A-Z_]+%/.exec(html)?.[0];
   if (unfilled) throw new Error(`web/${page}/index.html names ${unfilled}, which the build does not fill`);

@@ -247,6 +247,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     metrics,
     clock,
     issuer: config.issuer,
+    serviceName: config.serviceName,
     csrfKey,
   });
   const cookies = createCookies(config.issuer);

@@ -455,6 +455,7 @@ export const SignInAnswer = Type.Object({
 
 export const SignInDescription = Type.Object({
   ...SignInAnswer.properties,
+  service_name: Type.String(),
   client_name: Type.String(),
   csrf_token: Type.String(),
   login_hint: Type.Optional(Type.String()),

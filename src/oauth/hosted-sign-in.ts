@@ -73,6 +73,8 @@ export interface HostedSignInDeps {
   metrics: ServiceMetrics;
   clock: Clock;
   issuer: string;
+  /** SERVICE_NAME, shown at the top of the page. */
+  serviceName: string;
   /** Keys the CSRF tokens of sign-ins in progress. */
   csrfKey: Buffer;
 }
@@ -163,6 +165,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const step =
       signIn.proof && signIn.user ? nextStep(signIn.proof, signIn.user, signIn.request, signIn.client) : undefined;
     return {
+      serviceName: deps.serviceName,
       clientName: signIn.client.name,
       csrfToken: csrfTokenOf(id, browser.browserSecret ?? ''),
       loginHint: signIn.request.loginHint,

@@ -11,7 +11,6 @@ const TYPE_LABELS: Record<Factor['type'], string> = {
   sms: 'SMS codes',
 };
 
-
 /** Unused backup codes; 'unknown' when telling would need a fresher login; 'off' without MFA. */
 type BackupState = number | 'unknown' | 'off';
 

@@ -141,6 +141,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       const described = await signIn.describe(request.params.id, cookies.read(request));
       return {
         ...answer(reply, described.answer),
+        service_name: described.serviceName,
         client_name: described.clientName,
         csrf_token: described.csrfToken,
         ...(described.loginHint === undefined ? {} : { login_hint: described.loginHint }),

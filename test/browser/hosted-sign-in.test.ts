@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import * as client from 'openid-client';
+import * as OTPAuth from 'otpauth';
+import type { Browser, BrowserContext, CDPSession, ConsoleMessage, Page } from 'playwright-core';
+import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
+import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
+
+// The hosted sign-in (CONTRACT §18) in Debian's Chromium, as a person meets it between an app and
+// its tokens: the app (openid-client, unmodified) sends the browser to the authorization endpoint;
+// the page asks for the password, then the second factor, or takes the person through adding one;
+// the browser lands back on the app's redirect URI, where the app exchanges the code.
+
+const PASSWORD = 'correct horse battery';
+/** The app's redirect URI, on a small server of the test's own (a loopback http redirect). */
+let CALLBACK = '';
+let appServer: Server;
+
+let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let service: Service;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let cdp: CDPSession;
+const problems: string[] = [];
+
+before(async () => {
+  stack = await startServiceOnLocalhost();
+  service = stack.service;
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
+  page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !isExpectedApiRefusal(message)) problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  // The app: its redirect URI answers a small page; the test reads the code from the URL.
+  appServer = createServer((_request, response) => {
+    response
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end('<!doctype html><title>Acme</title><p>Back at the app.</p>');
+  });
+  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
+  CALLBACK = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}/callback`;
+  cdp = await context.newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await stack?.close();
+  appServer?.close();
+});
+
+function isExpectedApiRefusal(message: ConsoleMessage): boolean {
+  return (
+    /the server responded with a status of 4\d\d/.test(message.text()) &&
+    new URL(message.location().url, stack.origin).pathname.startsWith('/mfa/')
+  );
+}
+
+async function registerApp(body: Record<string, unknown> = {}) {
+  const registered = await expectStatus(
+    service.call('/admin/clients', {
+      method: 'POST',
+      token: ADMIN_TOKEN,
+      body: { name: 'Acme web', redirect_uris: [CALLBACK], ...body },
+    }),
+    201,
+  );
+  const config = await client.discovery(
+    new URL(stack.origin),
+    registered.client_id,
+    registered.client_secret,
+    undefined,
+    { execute: [client.allowInsecureRequests] },
+  );
+  return config;
+}
+
+/** The app sends the browser to sign in; answers what the app needs to finish. */
+async function startAt(config: client.Configuration, extra: Record<string, string> = {}) {
+  const verifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: CALLBACK,
+    scope: 'openid profile',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    ...extra,
+  });
+  await page.goto(url.toString());
+  return {
+    /** Waits for the browser to land back at the app and exchanges the code there. */
+    async back() {
+      await page.waitForURL((current) => current.toString().startsWith(CALLBACK));
+      return client.authorizationCodeGrant(config, new URL(page.url()), {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+      });
+    },
+  };
+}
+
+function focusedId(): Promise<string> {
+  return page.evaluate<string>('document.activeElement?.id ?? ""');
+}
+
+describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
+  let app: OTPAuth.TOTP;
+
+  test('it names the app; the keyboard alone signs in with a password and an authenticator app', async () => {
+    await service.createUser('hanna', PASSWORD);
+    const token = await service.accessToken('hanna', PASSWORD);
+    const start = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
+    app = OTPAuth.URI.parse(start.otpauth_uri) as OTPAuth.TOTP;
+    const code = () => app.generate({ timestamp: service.clock.now().getTime() });
+    await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: code() } }), 200);
+    service.clock.advance(30);
+
+    const config = await registerApp();
+    const signIn = await startAt(config);
+    await page.getByText('Sign in to continue to Acme web.').waitFor();
+    const headers = (await page.request.get(page.url())).headers();
+    assert.match(headers['content-security-policy'] ?? '', /frame-ancestors 'none'/);
+    assert.equal(await focusedId(), 'username');
+    await screenshots(page, 'hosted-sign-in');
+
+    await page.keyboard.type('hanna');
+    await page.keyboard.press('Tab');
+    await page.keyboard.type('wrong password');
+    await page.keyboard.press('Enter');
+    await notice(page, 'alert', 'The username or password is wrong.');
+    assert.equal(await focusedId(), 'password');
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
+    assert.equal(await focusedId(), 'code');
+    await screenshots(page, 'hosted-second-step');
+    await page.getByLabel('Code from the app').fill(code());
+    await page.keyboard.press('Enter');
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
+  });
+
+  test('a second app in the same browser signs in without asking again', async () => {
+    const config = await registerApp({ name: 'Second app' });
+    const signIn = await startAt(config);
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
+  });
+
+  test('an app that requires a second factor takes a user without one through adding an authenticator app', async () => {
+    await service.createUser('ivan', PASSWORD);
+    const config = await registerApp({ name: 'Payroll', mfa_policy: 'required' });
+    const signIn = await startAt(config, { prompt: 'login' });
+    await page.getByLabel('Username').fill('ivan');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await button(page, 'Continue').click();
+    await page.getByRole('heading', { name: 'Add a second factor' }).waitFor();
+    await page.getByText('Payroll asks for a second way to prove it is you.').waitFor();
+    await button(page, 'Add an authenticator app').click();
+    await page.keyboard.press('Enter');
+    await page.locator('#totp-qr svg').waitFor();
+    await screenshots(page, 'hosted-add-factor');
+    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s/g, '');
+    const added = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    await page.locator('#totp-code').fill(added.generate({ timestamp: service.clock.now().getTime() }));
+    await page.keyboard.press('Enter');
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
+  });
+
+  test('cancelling goes back to the app with access_denied', async () => {
+    const config = await registerApp({ name: 'Cancelled app' });
+    await startAt(config, { prompt: 'login' });
+    await page.getByLabel('Username').waitFor();
+    await button(page, 'Cancel').click();
+    await page.waitForURL((current) => current.toString().startsWith(CALLBACK));
+    assert.equal(new URL(page.url()).searchParams.get('error'), 'access_denied');
+  });
+
+  test('no CSP violation, console error or script error in the whole journey', () => {
+    assert.deepEqual(problems, []);
+  });
+});
