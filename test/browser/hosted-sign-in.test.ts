@@ -163,6 +163,25 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
   });
 
+  test('signing out of the account page ends the browser’s sign-in session: the next app asks again', async () => {
+    await page.goto(`${stack.origin}/account/`);
+    await page.getByLabel('Username').fill('hanna');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await button(page, 'Continue').click();
+    service.clock.advance(30);
+    await page.getByLabel('Code from the app').fill(app.generate({ timestamp: service.clock.now().getTime() }));
+    await button(page, 'Verify').click();
+    await page.locator('#account-title').waitFor();
+    const endSession = page.waitForResponse((response) => response.url().endsWith('/mfa/oauth2/logout/'));
+    await button(page, 'Sign out').click();
+    assert.equal((await endSession).status(), 204);
+    await notice(page, 'status', 'You are signed out.');
+
+    const config = await registerApp({ name: 'After sign-out' });
+    await startAt(config);
+    await page.getByText('Sign in to continue to After sign-out.').waitFor();
+  });
+
   test('an app that requires a second factor takes a user without one through adding an authenticator app', async () => {
     await service.createUser('ivan', PASSWORD);
     const config = await registerApp({ name: 'Payroll', mfa_policy: 'required' });
@@ -182,6 +201,32 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     await page.keyboard.press('Enter');
     const tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
+  });
+
+  test('acr_values=phr takes a person through adding a passkey (Chromium’s authenticator), then signs in with it alone as the second step', async () => {
+    await service.createUser('jo', PASSWORD);
+    const config = await registerApp({ name: 'Treasury' });
+    let signIn = await startAt(config, { prompt: 'login', acr_values: 'phr' });
+    await page.getByLabel('Username').fill('jo');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await button(page, 'Continue').click();
+    await page.getByRole('heading', { name: 'Add a passkey' }).waitFor();
+    assert.equal(await page.locator('#add-totp').isHidden(), true, 'only a passkey reaches phr');
+    await button(page, 'Add a passkey').click();
+    await page.locator('#passkey-name').fill('Laptop');
+    await page.keyboard.press('Enter');
+    let tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'hwk']);
+    assert.equal(tokens.claims()?.acr, 'phr');
+
+    signIn = await startAt(config, { prompt: 'login' });
+    await page.getByLabel('Username').fill('jo');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await button(page, 'Continue').click();
+    await page.getByRole('heading', { name: 'Second step: your passkey' }).waitFor();
+    await button(page, 'Use my passkey').click();
+    tokens = await signIn.back();
+    assert.equal(tokens.claims()?.acr, 'phr');
   });
 
   test('cancelling goes back to the app with access_denied', async () => {

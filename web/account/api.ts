@@ -47,6 +47,7 @@ export interface ApiHooks {
 
 const TOKEN_PATH = 'mfa/oauth2/token/';
 const REVOCATION_PATH = 'mfa/oauth2/revoke/';
+const END_SESSION_PATH = 'mfa/oauth2/logout/';
 
 /** The page is served at <base>/account/: the API is at <base>/mfa/…, on the same origin. */
 export function createApi(base: URL, hooks: ApiHooks) {
@@ -57,7 +58,8 @@ export function createApi(base: URL, hooks: ApiHooks) {
   async function send(path: string, init: RequestInit): Promise<unknown> {
     let response: Response;
     try {
-      response = await fetch(new URL(path, base), { ...init, cache: 'no-store', credentials: 'omit' });
+      // No cookie goes with the API's calls; only the sign-out's, which ends the browser's session.
+      response = await fetch(new URL(path, base), { credentials: 'omit', ...init, cache: 'no-store' });
     } catch {
       throw new ApiError(0, 'network_error', 'the service could not be reached');
     }
@@ -167,10 +169,25 @@ export function createApi(base: URL, hooks: ApiHooks) {
     });
   }
 
+  /**
+   * Ends this browser's sign-in session at the service (CONTRACT §18: the account page's sign-out
+   * ends it too), and with it the apps' logins that came through it. JSON from our own origin, which
+   * no other site can send.
+   */
+  async function endBrowserSession(): Promise<void> {
+    await send(END_SESSION_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+      credentials: 'same-origin',
+    });
+  }
+
   return {
     tokenRequest,
     call,
     revoke,
+    endBrowserSession,
     get isSignedIn() {
       return tokens !== undefined;
     },

@@ -53,8 +53,7 @@ signOut.addEventListener('click', () => {
   leaveAccount();
   if (!refreshToken) return;
   signOut.disabled = true;
-  api
-    .revoke(refreshToken)
+  Promise.all([api.revoke(refreshToken), api.endBrowserSession()])
     .then(() => say('You are signed out.', byId('sign-in')))
     .catch(() =>
       warn(
