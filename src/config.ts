@@ -33,6 +33,8 @@ export interface WebauthnConfig {
   rpName: string;
   origins: readonly string[];
   userVerification: UserVerification;
+  /** WEBAUTHN_ALLOWED_AAGUIDS: the authenticator models a passkey may be made on; undefined: any. */
+  allowedAaguids?: readonly string[];
 }
 
 export type SmsProviderConfig = { kind: 'console' } | TwilioConfig;
@@ -290,7 +292,21 @@ function loadWebauthn(value: Reader, issuer: string, serviceName: string): Webau
   if (userVerification !== 'preferred' && userVerification !== 'required') {
     throw new ConfigError(`WEBAUTHN_USER_VERIFICATION must be preferred or required, got "${userVerification}"`);
   }
-  return { rpId, rpName: value('WEBAUTHN_RP_NAME') ?? serviceName, origins, userVerification };
+  const allowedAaguids = value('WEBAUTHN_ALLOWED_AAGUIDS')
+    ?.split(',')
+    .map((aaguid) => aaguid.trim().toLowerCase());
+  for (const aaguid of allowedAaguids ?? []) {
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(aaguid)) {
+      throw new ConfigError(`WEBAUTHN_ALLOWED_AAGUIDS must be comma-separated AAGUIDs (UUIDs), got "${aaguid}"`);
+    }
+  }
+  return {
+    rpId,
+    rpName: value('WEBAUTHN_RP_NAME') ?? serviceName,
+    origins,
+    userVerification,
+    ...(allowedAaguids && { allowedAaguids }),
+  };
 }
 
 function loadSmsLimits(

@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import type { MfaStatus as MfaStatusRecord } from '../mfa/enrolment.js';
 import { FACTOR_NAME_PATTERN, FACTOR_TYPES, toFactorType } from '../mfa/factors/factor.js';
+import { type PasskeyDetails, passkeyDetails } from '../mfa/factors/webauthn.js';
 import type { TokenResponse as TokenResponseRecord } from '../oauth/token-issuer.js';
 import type { Factor } from '../store/mfa-factors.js';
 import { PASSWORD_LENGTH, USERNAME_PATTERN } from '../users/accounts.js';
@@ -31,6 +32,10 @@ export const FactorBody = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
   phone_number: Type.Optional(Type.String()),
+  /** Passkeys (CONTRACT §19): the authenticator's name when known, synced or device-bound, able to sign in alone. */
+  authenticator: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  synced: Type.Optional(Type.Boolean()),
+  can_sign_in_alone: Type.Optional(Type.Boolean()),
 });
 
 export const FactorList = Type.Object({ factors: Type.Array(FactorBody) });
@@ -423,6 +428,15 @@ export function toFactorBody(factor: Factor): Static<typeof FactorBody> {
     created_at: (factor.verifiedAt ?? factor.createdAt).toISOString(),
     last_used_at: factor.lastUsedAt?.toISOString() ?? null,
     ...(factor.phoneNumber === undefined ? {} : { phone_number: factor.phoneNumber }),
+    ...(factor.type === 'webauthn' ? passkeyBody(passkeyDetails(factor)) : {}),
+  };
+}
+
+function passkeyBody(details: PasskeyDetails) {
+  return {
+    authenticator: details.authenticator ?? null,
+    synced: details.isSynced,
+    can_sign_in_alone: details.canSignInAlone,
   };
 }
 

@@ -376,6 +376,66 @@ describe('passkeys beside other factors (CONTRACT §13, §14)', () => {
   });
 });
 
+describe('passkeys people can tell apart (CONTRACT §19)', () => {
+  const GOOGLE_PASSWORD_MANAGER = 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4';
+
+  test('the factor list names the authenticator from its AAGUID, says whether it is synced and whether it signs in alone', async () => {
+    const synced = await passkeyUser(
+      new SoftAuthenticator(1, { aaguid: GOOGLE_PASSWORD_MANAGER, isSynced: true, isDiscoverable: true }),
+    );
+    const [passkey] = (await expectStatus(service.call('/mfa/factors/', { token: synced.token }), 200)).factors;
+    assert.equal(passkey.authenticator, 'Google Password Manager');
+    assert.equal(passkey.synced, true);
+    assert.equal(passkey.can_sign_in_alone, true);
+
+    const plain = await passkeyUser(new SoftAuthenticator(1, { isDiscoverable: false }));
+    const [key] = (await expectStatus(service.call('/mfa/factors/', { token: plain.token }), 200)).factors;
+    assert.equal(key.authenticator, null, 'an unknown (all-zero) AAGUID names nothing');
+    assert.equal(key.synced, false);
+    assert.equal(key.can_sign_in_alone, false);
+  });
+
+  test('registration options ask for a discoverable credential where the authenticator can, and for credProps', async () => {
+    const username = `passkey-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    const { options } = await expectStatus(requestPasskey(token), 200);
+    assert.equal(options.authenticatorSelection.residentKey, 'preferred');
+    assert.equal(options.extensions.credProps, true);
+  });
+
+  test('WEBAUTHN_ALLOWED_AAGUIDS refuses a passkey made on another model, in words that say why', async () => {
+    const strict = await startService({
+      env: {
+        WEBAUTHN_RP_ID: RP_ID,
+        WEBAUTHN_ORIGINS: ORIGIN,
+        WEBAUTHN_ALLOWED_AAGUIDS: 'cb69481e-8ff7-4039-93ec-0a2729a154a8',
+      },
+    });
+    try {
+      await strict.createUser('issued-keys', PASSWORD);
+      const token = await strict.accessToken('issued-keys', PASSWORD);
+      const request = () => strict.call('/mfa/webauthn/request/', { method: 'PUT', token, body: {} });
+      const verify = (credential: unknown) =>
+        strict.call('/mfa/webauthn/verify/', { method: 'PUT', token, body: { credential } });
+      let { options } = await expectStatus(request(), 200);
+      const refused = await expectStatus(
+        verify(new SoftAuthenticator(1, { aaguid: GOOGLE_PASSWORD_MANAGER }).register(options, ORIGIN)),
+        400,
+      );
+      assert.equal(refused.error, 'invalid_credential');
+      assert.match(refused.error_description, /WEBAUTHN_ALLOWED_AAGUIDS.*Google Password Manager/);
+      ({ options } = await expectStatus(request(), 200));
+      const yubikey = new SoftAuthenticator(1, { aaguid: 'cb69481e-8ff7-4039-93ec-0a2729a154a8' });
+      await expectStatus(verify(yubikey.register(options, ORIGIN)), 200);
+      const [key] = (await expectStatus(strict.call('/mfa/factors/', { token }), 200)).factors;
+      assert.equal(key.authenticator, 'YubiKey 5 Series');
+    } finally {
+      await strict.close();
+    }
+  });
+});
+
 describe('WEBAUTHN_USER_VERIFICATION=required', () => {
   let strict: Service;
   before(async () => {

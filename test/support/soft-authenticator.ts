@@ -8,8 +8,15 @@ import { createHash, createSign, generateKeyPairSync, type KeyObject, randomByte
 export class SoftAuthenticator {
   readonly #credentials = new Map<string, { privateKey: KeyObject; counter: number; userHandle: string }>();
 
-  /** `counterStep`: how far the counter moves per assertion (0: an authenticator without a counter). */
-  constructor(private readonly counterStep = 1) {}
+  /**
+   * `counterStep`: how far the counter moves per assertion (0: an authenticator without a counter).
+   * `model`: what it says of itself: its AAGUID, whether its passkeys are synced (backup eligible
+   * and backed up) and discoverable (credProps.rk, as a browser reports it).
+   */
+  constructor(
+    private readonly counterStep = 1,
+    private readonly model: { aaguid?: string; isSynced?: boolean; isDiscoverable?: boolean } = {},
+  ) {}
 
   /** navigator.credentials.create() for these options, as seen from `origin`. */
   register(options: any, origin: string): any {
@@ -30,9 +37,15 @@ export class SoftAuthenticator {
     );
     const lengthBytes = Buffer.alloc(2);
     lengthBytes.writeUInt16BE(credentialId.length);
+    // User present, user verified, attested credential data; backup eligible and backed up when synced.
+    const flags = 0x45 | (this.model.isSynced ? 0x18 : 0);
+    const aaguid = Buffer.from(
+      (this.model.aaguid ?? '00000000-0000-0000-0000-000000000000').replaceAll('-', ''),
+      'hex',
+    );
     const authData = Buffer.concat([
-      authenticatorData(options.rp.id, 0x45, 0), // user present, user verified, attested credential data
-      Buffer.alloc(16), // AAGUID
+      authenticatorData(options.rp.id, flags, 0),
+      aaguid,
       lengthBytes,
       credentialId,
       coseKey,
@@ -53,7 +66,8 @@ export class SoftAuthenticator {
         attestationObject: attestationObject.toString('base64url'),
         transports: ['internal'],
       },
-      clientExtensionResults: {},
+      clientExtensionResults:
+        this.model.isDiscoverable === undefined ? {} : { credProps: { rk: this.model.isDiscoverable } },
       authenticatorAttachment: 'platform',
     };
   }

