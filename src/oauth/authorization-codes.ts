@@ -127,8 +127,10 @@ export function createAuthorizationCodes({
         'code_verifier does not match the code_challenge of the authorization request',
       );
     }
-    // The conditional update settles races: of two exchanges of one code, one spends it.
-    if (!(await store.authorizationCodes.spendAuthorizationCode(codeHash, now))) throw await replayed(code, context);
+    // The tokens are stored before the code is spent, as the refresh grant does, so that whoever
+    // finds the code spent (a racing exchange, a replay) revokes them: spent first, the racing
+    // exchanges' revocation could run between the spend and the insert, and the one exchange that
+    // spent the code would then be refused too. Every exchange stores into the code's one login.
     const issued = await tokens.startLogin(
       {
         userId: code.userId,
@@ -147,6 +149,8 @@ export function createAuthorizationCodes({
         "the user's sign-ins were ended since this code was issued (their second factors changed), or the code was replayed; sign in again",
       );
     }
+    // The conditional update settles races: of two exchanges of one code, one spends it.
+    if (!(await store.authorizationCodes.spendAuthorizationCode(codeHash, now))) throw await replayed(code, context);
     if (!code.scope.split(' ').includes('openid')) return issued;
     const idToken = await idTokens.issueIdToken(
       {
@@ -169,6 +173,10 @@ export function createAuthorizationCodes({
   async function replayed(code: { codeHash: string; userId: string; loginId: string }, context: RequestContext) {
     const now = clock.now();
     await store.transaction(async (tx) => {
+      // The user's row first, then the code's: the order in which an exchange storing its tokens
+      // locks them (startRefreshFamily), so that the two never wait for each other (a deadlock on
+      // PostgreSQL when exchanges of one code race).
+      await tx.factors.lockUserMfa(code.userId);
       await tx.authorizationCodes.markAuthorizationCodeReplayed(code.codeHash, now);
       await sessions.endSession(tx, { userId: code.userId, familyId: code.loginId }, now);
       await audit.record('authorization_code_replayed', 'login_revoked', { userId: code.userId, context }, tx);

@@ -154,8 +154,11 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
   /** The session, unless the request asks for a new sign-in (prompt=login) or a fresher one (max_age). */
   function usableSession(session: SignInSession | undefined, request: AuthorizationRequest): SignInSession | undefined {
     if (!session || request.prompt === 'login') return undefined;
+    if (request.maxAgeSeconds === undefined) return session;
+    // OpenID Connect Core §3.1.2.1: "max_age=0 is equivalent to prompt=login", even for a session
+    // made within the same second (whose age, counted in whole seconds, is 0 too).
     const ageSeconds = Math.floor(clock.now().getTime() / 1000) - session.authTime;
-    if (request.maxAgeSeconds !== undefined && ageSeconds > request.maxAgeSeconds) return undefined;
+    if (request.maxAgeSeconds === 0 || ageSeconds > request.maxAgeSeconds) return undefined;
     return session;
   }
 

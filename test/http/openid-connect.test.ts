@@ -7,75 +7,36 @@ import { after, before, describe, test } from 'node:test';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import * as client from 'openid-client';
 import * as OTPAuth from 'otpauth';
-import { startServiceAtIssuer } from '../support/issuer.js';
-import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/service.js';
+import {
+  authorizationRequest,
+  CALLBACK,
+  configOf,
+  createTotpUser,
+  exchange,
+  nextName,
+  PASSWORD,
+  type Provider,
+  type RegisteredClient,
+  registerClient as registerAt,
+  signInWithPassword,
+  startProvider,
+} from '../support/openid-flow.js';
+import { expectStatus, nextPhone, type Service } from '../support/service.js';
 import { SignInBrowser } from '../support/sign-in-browser.js';
 
-const PASSWORD = 'correct horse battery';
-const CALLBACK = 'https://app.example.com/callback';
-
-let stack: Awaited<ReturnType<typeof startServiceAtIssuer>>;
+let provider: Provider;
 let service: Service;
 let issuer: string;
 
 before(async () => {
-  stack = await startServiceAtIssuer();
-  service = stack.service;
-  issuer = stack.origin;
+  provider = await startProvider();
+  service = provider.service;
+  issuer = provider.issuer;
 });
-after(() => stack.close());
+after(() => provider.close());
 
-let count = 0;
-const next = (prefix: string) => `${prefix}-${++count}`;
-
-async function registerClient(body: Record<string, unknown> = {}) {
-  return expectStatus(
-    service.call('/admin/clients', {
-      method: 'POST',
-      token: ADMIN_TOKEN,
-      body: { name: 'Acme web', redirect_uris: [CALLBACK], ...body },
-    }),
-    201,
-  ) as Promise<Record<string, any>>;
-}
-
-/** openid-client's configuration for a registered client, from discovery (http: the test server has no TLS). */
-async function configOf(registered: Record<string, any>): Promise<client.Configuration> {
-  const options = { execute: [client.allowInsecureRequests] };
-  return registered.client_secret
-    ? client.discovery(new URL(issuer), registered.client_id, registered.client_secret, undefined, options)
-    : client.discovery(new URL(issuer), registered.client_id, undefined, client.None(), options);
-}
-
-/** An authorization request as an app makes it: PKCE, state and nonce, plus `extra`. */
-async function authorizationRequest(config: client.Configuration, extra: Record<string, string> = {}) {
-  const verifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const nonce = client.randomNonce();
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: CALLBACK,
-    scope: 'openid profile',
-    code_challenge: await client.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-    ...extra,
-  });
-  return { url, verifier, state, nonce };
-}
-
-/** The app's side of the redirect back: openid-client checks state, iss, the code and the ID token. */
-function exchange(
-  config: client.Configuration,
-  back: string | URL,
-  request: { verifier: string; state: string; nonce: string },
-) {
-  return client.authorizationCodeGrant(config, new URL(back), {
-    pkceCodeVerifier: request.verifier,
-    expectedState: request.state,
-    expectedNonce: request.nonce,
-  });
-}
+const next = nextName;
+const registerClient = (body: Record<string, unknown> = {}) => registerAt(service, body);
 
 describe('discovery (OpenID Connect Discovery 1.0)', () => {
   test('names every endpoint, code flow only, PKCE S256, RS256 ID tokens, iss in responses; RFC 8414 says the same', async () => {
@@ -108,7 +69,7 @@ describe('signing in to a web app (confidential client)', () => {
     const username = next('oidc');
     const userId = await service.createUser(username, PASSWORD);
     const registered = await registerClient();
-    const config = await configOf(registered);
+    const config = await configOf(issuer, registered);
     const request = await authorizationRequest(config);
     const browser = new SignInBrowser(issuer);
     const signIn = await browser.startSignIn(request.url);
@@ -132,13 +93,18 @@ describe('signing in to a web app (confidential client)', () => {
     assert.equal(claims.nonce, request.nonce);
     assert.deepEqual(claims.amr, ['pwd']);
     assert.equal(claims.acr, 'aal1');
-    assert.equal(typeof claims.auth_time, 'number');
+    const now = Math.floor(service.clock.now().getTime() / 1000);
+    assert.equal(claims.iat, now);
+    assert.equal(claims.exp, now + service.config.accessTokenTtlSeconds);
+    assert.equal(claims.auth_time, now, 'the sign-in just happened');
     assert.equal(typeof claims.sid, 'string');
     const access = decodeJwt(tokens.access_token);
-    assert.equal(access.sub, userId);
+    assert.equal(access.sub, userId, 'the same sub in both tokens');
     assert.equal(access.client_id, registered.client_id);
     assert.equal(access.scope, 'openid profile');
     assert.deepEqual(access.amr, ['pwd']);
+    assert.equal(access.acr, 'aal1');
+    assert.equal(access.auth_time, claims.auth_time);
 
     const info = await client.fetchUserInfo(config, tokens.access_token, userId);
     assert.deepEqual(info, { sub: userId, preferred_username: username });
@@ -147,36 +113,29 @@ describe('signing in to a web app (confidential client)', () => {
   });
 
   test('with an authenticator app: the second step asks for it, and the tokens say pwd+otp, aal2', async () => {
-    const username = next('oidc-totp');
-    await service.createUser(username, PASSWORD);
-    const token = await service.accessToken(username, PASSWORD);
-    const start = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
-    const app = OTPAuth.URI.parse(start.otpauth_uri) as OTPAuth.TOTP;
-    const code = () => app.generate({ timestamp: service.clock.now().getTime() });
-    await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: code() } }), 200);
-    service.clock.advance(30);
-
+    const user = await createTotpUser(service, next('oidc-totp'));
     const registered = await registerClient();
-    const config = await configOf(registered);
+    const config = await configOf(issuer, registered);
     const request = await authorizationRequest(config);
     const signIn = await new SignInBrowser(issuer).startSignIn(request.url);
-    const second = await signIn.password(username, PASSWORD);
+    const second = await signIn.password(user.username, PASSWORD);
     assert.equal(second.step, 'second_factor');
     assert.equal(second.mfa_type, 'totp');
-    assert.equal(second.username, username);
-    const wrong = await signIn.secondFactor({ mfa_code: code() === '000000' ? '000001' : '000000' }, 400);
+    assert.equal(second.username, user.username);
+    const wrong = await signIn.secondFactor({ mfa_code: user.wrongCode() }, 400);
     assert.equal(wrong.error, 'invalid_grant');
-    const done = await signIn.secondFactor({ mfa_code: code() });
+    const done = await signIn.secondFactor({ mfa_code: user.code() });
     const tokens = await exchange(config, done.location, request);
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
     assert.equal(tokens.claims()?.acr, 'aal2');
+    assert.equal(decodeJwt(tokens.access_token).acr, 'aal2');
   });
 
   test('with SMS: the password step sends the code; the code signs in', async () => {
     const phone = nextPhone();
     const { username } = await service.createUserWithMfa(next('oidc-sms'), PASSWORD, phone);
     const registered = await registerClient();
-    const config = await configOf(registered);
+    const config = await configOf(issuer, registered);
     const request = await authorizationRequest(config);
     const signIn = await new SignInBrowser(issuer).startSignIn(request.url);
     const second = await signIn.password(username, PASSWORD);
@@ -184,5 +143,134 @@ describe('signing in to a web app (confidential client)', () => {
     const done = await signIn.secondFactor({ mfa_code: service.twilio.lastCodeFor(`+${phone}`) });
     const tokens = await exchange(config, done.location, request);
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'sms']);
+  });
+});
+
+describe('the code flow’s tokens', () => {
+  let registered: RegisteredClient;
+  let config: client.Configuration;
+  before(async () => {
+    registered = await registerClient({ name: 'Token tests' });
+    config = await configOf(issuer, registered);
+  });
+
+  /** A new password-only user signed in through `configuration`: the request and the tokens. */
+  async function signedIn(configuration = config, extra: Record<string, string | undefined> = {}) {
+    const username = next('tokens');
+    const userId = await service.createUser(username, PASSWORD);
+    const request = await authorizationRequest(configuration, { scope: 'openid offline_access', ...extra });
+    const back = await signInWithPassword(new SignInBrowser(issuer), request.url, username);
+    return { username, userId, request, tokens: await exchange(configuration, back, request) };
+  }
+
+  test('without a nonce in the request (oidc-client-ts sends none by default) the ID token has none, and openid-client accepts it', async () => {
+    const { request, tokens } = await signedIn(config, { nonce: undefined });
+    assert.equal(request.url.searchParams.get('nonce'), null);
+    assert.ok(tokens.claims());
+    assert.equal('nonce' in (tokens.claims() ?? {}), false);
+  });
+
+  for (const alg of ['ES256', 'EdDSA'] as const) {
+    test(`a client registered with id_token_signed_response_alg ${alg} gets ${alg} ID tokens, which openid-client verifies with the JWKS`, async () => {
+      const algClient = await registerClient({ id_token_signed_response_alg: alg });
+      const algConfig = await configOf(issuer, algClient, { id_token_signed_response_alg: alg });
+      const { userId, tokens } = await signedIn(algConfig);
+      const header = decodeProtectedHeader(tokens.id_token ?? '');
+      assert.equal(header.alg, alg);
+      const { keys } = await expectStatus(service.call('/.well-known/jwks.json'), 200);
+      assert.equal(keys.find((key: { kid: string }) => key.kid === header.kid)?.alg, alg);
+      assert.equal(tokens.claims()?.sub, userId);
+    });
+  }
+
+  test('refresh rotation works for code-flow tokens (openid-client refreshTokenGrant), keeping amr, acr and auth_time; a spent one presented again revokes the login', async () => {
+    const { tokens } = await signedIn();
+    const first = decodeJwt(tokens.access_token);
+    service.clock.advance(60);
+    const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token ?? '');
+    assert.notEqual(refreshed.refresh_token, tokens.refresh_token);
+    const second = decodeJwt(refreshed.access_token);
+    assert.deepEqual(second.amr, first.amr);
+    assert.equal(second.acr, first.acr);
+    assert.equal(second.auth_time, first.auth_time);
+    assert.equal(second.sid, first.sid, 'the same login');
+    await expectStatus(service.call('/mfa/', { token: refreshed.access_token }), 200);
+
+    await assert.rejects(client.refreshTokenGrant(config, tokens.refresh_token ?? ''), (error: any) => {
+      assert.equal(error.error, 'invalid_grant');
+      return true;
+    });
+    await assert.rejects(client.refreshTokenGrant(config, refreshed.refresh_token ?? ''), { error: 'invalid_grant' });
+    await expectStatus(service.call('/mfa/', { token: refreshed.access_token }), 401);
+  });
+
+  test('introspection and revocation work on code-flow tokens (openid-client tokenIntrospection, tokenRevocation)', async () => {
+    const { userId, tokens } = await signedIn();
+    const access = await client.tokenIntrospection(config, tokens.access_token);
+    assert.equal(access.active, true);
+    assert.equal(access.sub, userId);
+    assert.equal(access.client_id, registered.client_id);
+    assert.equal(access.scope, 'openid offline_access');
+    assert.equal(access.acr, 'aal1');
+    const refresh = await client.tokenIntrospection(config, tokens.refresh_token ?? '');
+    assert.equal(refresh.active, true);
+    assert.equal(refresh.token_type, 'refresh_token');
+
+    await client.tokenRevocation(config, tokens.refresh_token ?? '');
+    assert.deepEqual(await client.tokenIntrospection(config, tokens.refresh_token ?? ''), { active: false });
+    assert.deepEqual(await client.tokenIntrospection(config, tokens.access_token), { active: false });
+    await assert.rejects(client.refreshTokenGrant(config, tokens.refresh_token ?? ''), { error: 'invalid_grant' });
+    await expectStatus(service.call('/mfa/', { token: tokens.access_token }), 401);
+  });
+
+  test('another client’s refresh token is refused, and its revocation by another client does nothing', async () => {
+    const { tokens } = await signedIn();
+    const other = await configOf(issuer, await registerClient({ name: 'Other app' }));
+    await assert.rejects(client.refreshTokenGrant(other, tokens.refresh_token ?? ''), { error: 'invalid_grant' });
+    await client.tokenRevocation(other, tokens.refresh_token ?? '');
+    assert.ok((await client.refreshTokenGrant(config, tokens.refresh_token ?? '')).access_token);
+  });
+
+  test('userinfo needs an access token granted openid: without it, 403 insufficient_scope with RFC 6750’s challenge', async () => {
+    const { userId, tokens } = await signedIn(config, { scope: 'profile', nonce: undefined });
+    assert.equal(tokens.id_token, undefined, 'no openid, no ID token');
+    const response = await service.call('/mfa/oauth2/userinfo/', { token: tokens.access_token });
+    assert.equal(response.status, 403);
+    assert.match(response.headers.get('www-authenticate') ?? '', /^Bearer .*error="insufficient_scope"/);
+    assert.equal(((await response.json()) as { error: string }).error, 'insufficient_scope');
+    await assert.rejects(client.fetchUserInfo(config, tokens.access_token, userId));
+    const unauthenticated = await service.call('/mfa/oauth2/userinfo/');
+    assert.equal(unauthenticated.status, 401);
+    assert.match(unauthenticated.headers.get('www-authenticate') ?? '', /^Bearer/);
+  });
+
+  test('step-up (CONTRACT §14): a code-flow login that carried the second factor may make a sensitive call; a password-only one gets 401', async () => {
+    const user = await createTotpUser(service, next('step-up'));
+    const request = await authorizationRequest(config);
+    const signIn = await new SignInBrowser(issuer).startSignIn(request.url);
+    await signIn.password(user.username, PASSWORD);
+    const done = await signIn.secondFactor({ mfa_code: user.code() });
+    const strong = await exchange(config, done.location, request);
+    const codes = await expectStatus(
+      service.call('/mfa/recovery/', { method: 'POST', token: strong.access_token }),
+      200,
+    );
+    assert.equal(codes.backup_codes.length, 10);
+
+    // A password-only code-flow login turns MFA on (allowed: it is fresh), and is still only aal1.
+    const { tokens } = await signedIn();
+    const token = tokens.access_token;
+    const app = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
+    const code = (OTPAuth.URI.parse(app.otpauth_uri) as OTPAuth.TOTP).generate({
+      timestamp: service.clock.now().getTime(),
+    });
+    await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: code } }), 200);
+    const refused = await service.call('/mfa/recovery/', { method: 'POST', token });
+    assert.equal(refused.status, 401);
+    assert.match(
+      refused.headers.get('www-authenticate') ?? '',
+      /error="insufficient_user_authentication".*acr_values="aal2"/,
+    );
+    assert.equal(((await refused.json()) as { error: string }).error, 'insufficient_user_authentication');
   });
 });

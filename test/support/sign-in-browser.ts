@@ -8,12 +8,21 @@ import assert from 'node:assert/strict';
 export class SignInBrowser {
   readonly cookies = new Map<string, string>();
 
-  constructor(readonly origin: string) {}
+  /**
+   * `origin`: the service's (its ISSUER's); `address`: where it listens, when that is elsewhere (an
+   * https issuer in front of a test server that speaks http): requests to `origin` go there.
+   */
+  constructor(
+    readonly origin: string,
+    readonly address = origin,
+  ) {}
 
   /** A request with this browser's cookies; Set-Cookie answers are kept, redirects are not followed. */
   async request(url: string | URL, init: RequestInit & { headers?: Record<string, string> } = {}): Promise<Response> {
     const cookie = [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-    const response = await fetch(url, {
+    const href = String(url);
+    const target = href.startsWith(`${this.origin}/`) ? this.address + href.slice(this.origin.length) : href;
+    const response = await fetch(target, {
       ...init,
       redirect: 'manual',
       headers: { ...init.headers, ...(cookie ? { cookie } : {}) },

@@ -260,9 +260,12 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
   );
 
   // OpenID Connect Core §5.3: the claims of the access token's user, for a token granted openid.
-  const userinfo = async (request: FastifyRequest) => {
+  const userinfo = async (request: FastifyRequest, reply: FastifyReply) => {
     const { principal } = request;
     if (!principal.scope.split(' ').includes('openid')) {
+      // RFC 6750 §3.1 (OpenID Connect Core §5.3.3): the refusal is also a Bearer challenge naming
+      // the scope, which is how clients such as openid-client read it.
+      reply.header('www-authenticate', 'Bearer realm="mfa", error="insufficient_scope", scope="openid"');
       throw new ServiceError(
         'insufficient_scope',
         'the userinfo endpoint needs an access token granted the openid scope',
