@@ -16,12 +16,14 @@ import { registerCors } from './http/cors.js';
 import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
 import { createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
+import { inviteRoutes } from './http/routes/invites.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes, REVOCATION_PATH, TOKEN_PATH } from './http/routes/oauth.js';
 import { DISCOVERY_PATHS, JWKS_PATH, oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
 import { openIdRoutes, USERINFO_PATH } from './http/routes/openid.js';
 import { operationsRoutes } from './http/routes/operations.js';
 import { findPageDir, loadPage, type Page, pageRoutes } from './http/routes/pages.js';
+import { passwordRoutes } from './http/routes/password.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
@@ -64,6 +66,8 @@ import type { Database } from './store/database.js';
 import { checkSchemaIsCurrent } from './store/migrate.js';
 import { createStore } from './store/store.js';
 import { createAccounts } from './users/accounts.js';
+import { createInviteRedemption, createInvites } from './users/invites.js';
+import { createPasswords } from './users/passwords.js';
 import { createDeliveryWorker } from './webhooks/delivery-worker.js';
 import { createWebhookEndpoints, WEBHOOK_SEALING_PURPOSE } from './webhooks/endpoints.js';
 import { readOutboxState } from './webhooks/outbox.js';
@@ -198,12 +202,33 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     sealingKey: deriveKey(hashSecret, 'factor-secret-sealing'),
     serviceName: config.serviceName,
   });
-  const webauthn = createWebauthnFactor({ store, enrolment, audit, metrics, clock, settings: config.webauthn });
+  const webauthn = createWebauthnFactor({
+    store,
+    enrolment,
+    guesses,
+    audit,
+    metrics,
+    clock,
+    settings: config.webauthn,
+    challengeKey: deriveKey(hashSecret, 'passkey-sign-in-challenge'),
+  });
   const factors: SecondFactors = { sms, totp, webauthn };
   const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
   const passwords = createPasswordCheck({ store, throttle, audit });
-  const passwordGrant = createPasswordGrant({ store, loginChallenge, passwords, tokens, audit, metrics, clock });
+  const passwordGrant = createPasswordGrant({
+    store,
+    loginChallenge,
+    passwords,
+    passkeys: webauthn,
+    tokens,
+    audit,
+    metrics,
+    clock,
+  });
   const accounts = createAccounts({ store, clock, audit });
+  const invites = createInvites({ store, audit, clock, issuer: config.issuer });
+  const inviteRedemption = createInviteRedemption({ store, passkeys: webauthn, tokens, audit, clock });
+  const passwordChanges = createPasswords({ store, passwords, stepUp, sessions, audit, clock });
   const webhookSettings = {
     sealingKey: deriveKey(hashSecret, WEBHOOK_SEALING_PURPOSE),
     allowPrivate: config.webhookAllowPrivate,
@@ -239,6 +264,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const signIn = createHostedSignIn({
     store,
     factors,
+    passkeys: webauthn,
     loginChallenge,
     passwords,
     signInSessions,
@@ -319,6 +345,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   totpRoutes(app, { totp, requireAccessToken });
   webauthnRoutes(app, { webauthn, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
+  passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
+  inviteRoutes(app, { invites: inviteRedemption });
   await app.register(cookie);
   registerCors(app, {
     forClients: [TOKEN_PATH, USERINFO_PATH, REVOCATION_PATH],
@@ -351,7 +379,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     });
   });
   oauthMetadataRoutes(app, { issuer: config.issuer, keys });
-  adminRoutes(app, { accounts, clients, keys, audit, removal, webhooks, requireAdmin });
+  adminRoutes(app, { accounts, invites, clients, keys, audit, removal, webhooks, requireAdmin });
   operationsRoutes(app, {
     checkReadiness: () => checkSchemaIsCurrent(deps.db),
     registry,

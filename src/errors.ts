@@ -25,6 +25,8 @@ export type ErrorCode =
   | 'mfa_already_enabled'
   | 'mfa_not_enabled'
   | 'too_many_factors'
+  | 'too_few_passkeys'
+  | 'no_password'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'sms_rate_limited'
@@ -36,6 +38,7 @@ export type ErrorCode =
   | 'sms_timeout'
   // Admin API
   | 'username_taken'
+  | 'invite_expired'
   | 'webhook_url_refused'
   // Fastify's own errors, re-shaped
   | 'not_found'

@@ -16,6 +16,7 @@ import { openDatabase } from '../store/database.js';
 import { migrateToLatest } from '../store/migrate.js';
 import { createStore, type Store } from '../store/store.js';
 import { createAccounts } from '../users/accounts.js';
+import { createInvites } from '../users/invites.js';
 import { createWebhookEndpoints, WEBHOOK_SEALING_PURPOSE } from '../webhooks/endpoints.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/outbox.js';
 
@@ -30,7 +31,9 @@ interface Command {
   maxArity?: number;
   /** Printed with the usage line when the arguments are wrong. */
   argumentHint?: string;
-  run(args: string[], services: Services): Promise<void>;
+  /** The options it takes besides --help. */
+  options?: string[];
+  run(args: string[], services: Services, options: ReadonlySet<string>): Promise<void>;
 }
 
 type Services = ReturnType<typeof createServices>;
@@ -42,6 +45,7 @@ function createServices(store: Store, config: Config) {
   const sessions = createSessions({ accessTokenTtlSeconds });
   return {
     accounts: createAccounts({ store, clock, audit }),
+    invites: createInvites({ store, audit, clock, issuer: config.issuer }),
     removal: createMfaRemoval({ store, sessions, audit, clock }),
     clients: createClients({ store, clock }),
     signingKeys: () => createSigningKeys({ store, clock, secretKey, accessTokenTtlSeconds }),
@@ -60,15 +64,33 @@ function createServices(store: Store, config: Config) {
 
 const COMMANDS: Record<string, Command> = {
   'create-user': {
-    usage: 'create-user <username>',
+    usage: 'create-user <username> [--without-password]',
     summary: 'create a user; the password is read from standard input',
-    help: 'The password is the first line of standard input (never an argument, which would show in\nthe process list and the shell history):\n  printf "%s" "$PASSWORD" | npm run admin -- create-user alice',
+    help: 'The password is the first line of standard input (never an argument, which would show in\nthe process list and the shell history):\n  printf "%s" "$PASSWORD" | npm run admin -- create-user alice\nWith --without-password the account signs in with passkeys; the invite link printed makes the first.',
     arity: 1,
+    options: ['without-password'],
     argumentHint: 'The password is read from standard input, never from an argument or an option.',
-    async run([username = ''], { accounts }) {
+    async run([username = ''], { accounts, invites }, options) {
+      if (options.has('without-password')) {
+        const user = await accounts.createUser(username);
+        const invite = await invites.issueInvite(user.id);
+        print(`created user ${user.username} (${user.id}) without a password\ninvite_url=${invite.url}`);
+        return;
+      }
       const password = firstLine(await readStandardInput());
       const user = await accounts.createUser(username, password);
       print(`created user ${user.username} (${user.id})`);
+    },
+  },
+  invite: {
+    usage: 'invite <username>',
+    summary: "print a one-time link (24 h) that makes an account's first passkey",
+    help: 'For an account without a password, or one whose MFA was reset. Earlier links of the user stop\nworking. The link holds a secret: send it to the person only.',
+    arity: 1,
+    async run([username = ''], { accounts, invites }) {
+      const user = await accounts.getUser(username);
+      const invite = await invites.issueInvite(user.id);
+      print(`invite_url=${invite.url}\nexpires_at=${invite.expiresAt.toISOString()}`);
     },
   },
   'create-client': {
@@ -417,10 +439,10 @@ async function main(argv: string[]): Promise<number> {
     options: { help: { type: 'boolean', short: 'h' } },
   });
   // Not strict, so that a command's --help works whatever else was typed; any other option is an error.
-  const unknownOptions = tokens.flatMap((token) =>
-    token.kind === 'option' && token.name !== 'help' ? [token.rawName] : [],
-  );
   const [name, ...args] = positionals;
+  const given = tokens.flatMap((token) => (token.kind === 'option' && token.name !== 'help' ? [token] : []));
+  const allowed = COMMANDS[name ?? '']?.options ?? [];
+  const unknownOptions = given.filter((token) => !allowed.includes(token.name)).map((token) => token.rawName);
   if (name === undefined) {
     print(mainHelp());
     return values.help ? EXIT.ok : EXIT.usage;
@@ -450,7 +472,7 @@ async function main(argv: string[]): Promise<number> {
   const { db } = await openDatabase(config.databaseUrl, config.databasePool);
   try {
     await migrateToLatest(db);
-    await command.run(args, createServices(createStore(db), config));
+    await command.run(args, createServices(createStore(db), config), new Set(given.map((token) => token.name)));
     return EXIT.ok;
   } finally {
     await db.destroy();

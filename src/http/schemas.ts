@@ -194,16 +194,54 @@ export const MfaRequiredError = Type.Object({
   webauthn: Type.Optional(WebauthnOptions),
 });
 
-export const CreateUserBody = Type.Object({
-  username: Type.String({ pattern: USERNAME_PATTERN, description: 'a string of 1 to 150 letters, digits or @.+_-' }),
-  password: Type.String({
-    minLength: PASSWORD_LENGTH.min,
-    maxLength: PASSWORD_LENGTH.max,
-    description: 'a string of 8 to 1024 characters',
-  }),
+const NewPassword = Type.String({
+  minLength: PASSWORD_LENGTH.min,
+  maxLength: PASSWORD_LENGTH.max,
+  description: 'a string of 8 to 1024 characters',
 });
 
-export const CreatedUser = Type.Object({ id: Type.String(), username: Type.String() });
+export const CreateUserBody = Type.Object({
+  username: Type.String({ pattern: USERNAME_PATTERN, description: 'a string of 1 to 150 letters, digits or @.+_-' }),
+  /** Absent: the account signs in with passkeys, the first made from the answer's invite_url (CONTRACT §19). */
+  password: Type.Optional(NewPassword),
+});
+
+export const CreatedUser = Type.Object({
+  id: Type.String(),
+  username: Type.String(),
+  invite_url: Type.Optional(Type.String()),
+});
+
+export const InviteCreated = Type.Object({
+  invite_url: Type.String(),
+  expires_at: Type.String({ format: 'date-time' }),
+});
+
+/** What the account page sends with an invite from its link (CONTRACT §19). */
+export const InvitePasskeyOptionsBody = Type.Object({
+  invite: Type.String({ minLength: 1, maxLength: 200, description: 'the token of the invite link' }),
+  name: Type.Optional(FactorName),
+});
+
+export const InvitePasskeyBody = Type.Object({
+  invite: Type.String({ minLength: 1, maxLength: 200, description: 'the token of the invite link' }),
+  credential: Type.Object({}, { additionalProperties: true, description: 'the RegistrationResponseJSON' }),
+  name: Type.Optional(FactorName),
+});
+
+export const InviteAccepted = Type.Object({
+  ...TokenResponse.properties,
+  username: Type.String(),
+});
+
+export const PasskeySignInOptions = Type.Object({ options: WebauthnOptions });
+
+export const PasswordChangeBody = Type.Object({
+  current_password: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 1024, description: 'the password now (absent when the account has none)' }),
+  ),
+  new_password: NewPassword,
+});
 
 // No NUL in a name: PostgreSQL text cannot store one, so both dialects refuse it alike.
 const MfaChallengeStyle = Type.Union([Type.Literal('seed'), Type.Literal('error')], {
@@ -447,6 +485,11 @@ export const SignInIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) 
 export const SignInPasswordBody = Type.Object({
   username: Type.String({ minLength: 1, maxLength: 150, description: 'the username' }),
   password: Type.String({ minLength: 1, maxLength: 1024, description: 'the password' }),
+});
+
+/** CONTRACT §19: a passkey alone, instead of the password: the AuthenticationResponseJSON. */
+export const SignInPasskeyBody = Type.Object({
+  webauthn_response: Type.Object({}, { additionalProperties: true, description: 'the AuthenticationResponseJSON' }),
 });
 
 export const SignInSecondFactorBody = Type.Object({

@@ -42,6 +42,12 @@ export function createSignInSessions({
     return store.signInSessions.findLiveSignInSession(sha256(secret), now, idleSince);
   }
 
+  /** True while the session with this id stands. */
+  async function isLive(id: string): Promise<boolean> {
+    const now = clock.now();
+    return store.signInSessions.isSignInSessionLive(id, now, new Date(now.getTime() - settings.idleTtlSeconds * 1000));
+  }
+
   /** A use of the session: its idle time starts again. */
   async function touch(session: SignInSession): Promise<void> {
     await store.signInSessions.touchSignInSession(session.id, clock.now());
@@ -88,7 +94,7 @@ export function createSignInSessions({
     });
   }
 
-  return { findLive, touch, start, end };
+  return { findLive, isLive, touch, start, end };
 }
 
 export type SignInSessions = ReturnType<typeof createSignInSessions>;

@@ -110,7 +110,15 @@ export function createStepUp({ store, clock, maxAgeSeconds }: { store: Store; cl
     return Math.floor(clock.now().getTime() / 1000) - login.authTime;
   }
 
-  return { requireRecentSecondFactor, judgeEnrolment };
+  /**
+   * A change to how the user signs in (the password: CONTRACT §20) is judged as adding a factor
+   * is: with MFA on, a recent second factor; with MFA off, a recent login. Throws RFC 9470's 401.
+   */
+  async function requireRecentLogin(login: LoginProof): Promise<void> {
+    judgeEnrolment(login, await store.factors.findMfaEnabledAt(login.userId));
+  }
+
+  return { requireRecentSecondFactor, judgeEnrolment, requireRecentLogin };
 }
 
 export type StepUp = ReturnType<typeof createStepUp>;

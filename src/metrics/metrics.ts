@@ -36,8 +36,8 @@ export interface ServiceMetrics {
   ): void;
   codeChecked(purpose: string, outcome: string, factorType: string): void;
   loginAnswered(outcome: LoginOutcome, amr?: readonly string[], factorType?: string): void;
-  /** A sign-in that gave tokens or a code, by flow (`password`, `authorization_code`) and its amr. */
-  signedIn(flow: 'password' | 'authorization_code', amr: readonly string[]): void;
+  /** A sign-in that gave tokens or a code, by flow (`password`, `passkey`, `authorization_code`) and its amr. */
+  signedIn(flow: 'password' | 'passkey' | 'authorization_code', amr: readonly string[]): void;
   requestServed(route: string, method: string, status: number, durationSeconds: number): void;
   webhookAttempted(outcome: WebhookOutcome): void;
 }

@@ -7,6 +7,7 @@ import type { SignInSession, SignInSessions } from '../logins/sign-in-sessions.j
 import { type Acr, acrOf, type LoginProof, meetsAcr } from '../logins/step-up.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import { FACTOR_TYPES, type FactorType, type SecondFactors } from '../mfa/factors/factor.js';
+import type { WebauthnFactor } from '../mfa/factors/webauthn.js';
 import type { LoginChallenge, SecondStep } from '../mfa/login-challenge.js';
 import type { OAuthClient } from '../store/clients.js';
 import type { Interaction } from '../store/interactions.js';
@@ -65,6 +66,8 @@ export type AuthorizeOutcome =
 export interface HostedSignInDeps {
   store: Store;
   factors: SecondFactors;
+  /** Passkey sign-ins without a username (CONTRACT §19). */
+  passkeys: Pick<WebauthnFactor, 'verifySignIn'>;
   loginChallenge: LoginChallenge;
   passwords: PasswordCheck;
   signInSessions: SignInSessions;
@@ -88,7 +91,8 @@ type Step = { step: 'password' } | { step: 'done' } | { step: 'second_factor'; a
  * the user has. Every step is the password grant's (the same throttles, guess budget, factors).
  */
 export function createHostedSignIn(deps: HostedSignInDeps) {
-  const { store, factors, loginChallenge, passwords, signInSessions, codes, audit, metrics, clock, issuer } = deps;
+  const { store, factors, passkeys, loginChallenge, passwords, signInSessions, codes, audit, metrics, clock, issuer } =
+    deps;
 
   /**
    * The authorization endpoint: checks the request (a page for what may not go back to the app,
@@ -146,7 +150,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       loginId: randomUUID(),
       createdAt: now,
       expiresAt: new Date(now.getTime() + INTERACTION_TTL_MS),
-      ...proof,
+      ...(proof && session && { ...proof, signInSessionId: session.id }),
     });
     return { signIn: { interactionId: id, browserSecret: browser.browserSecret ? undefined : browserSecret } };
   }
@@ -192,6 +196,31 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const proof: SignInProof = {
       userId: user.id,
       amr: ['pwd'],
+      authTime: Math.floor(clock.now().getTime() / 1000),
+      sessionGeneration: user.sessionGeneration,
+    };
+    await recordProof(signIn.interaction, proof);
+    return advance({ ...signIn, user, proof }, browser, context);
+  }
+
+  /**
+   * CONTRACT §19: signing in with a passkey alone, instead of the password step: the passkey's
+   * owner, proved with user verification (amr hwk and user, acr phr). Throws `invalid_grant`,
+   * 429 `mfa_throttled`.
+   */
+  async function submitPasskey(
+    id: string,
+    browser: Browser,
+    csrfToken: string | undefined,
+    webauthnResponse: Record<string, unknown>,
+    context: RequestContext,
+  ): Promise<SignInAnswer> {
+    const signIn = await loadForChange(id, browser, csrfToken);
+    if (signIn.proof) throw new ServiceError('invalid_request', 'this sign-in is past its first step');
+    const { user } = await passkeys.verifySignIn(webauthnResponse, context);
+    const proof: SignInProof = {
+      userId: user.id,
+      amr: ['hwk', 'user'],
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionGeneration: user.sessionGeneration,
     };
@@ -419,6 +448,8 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     if (!interaction || !browser.browserSecret || !safeEqual(interaction.browserHash, sha256(browser.browserSecret))) {
       throw expired();
     }
+    // A sign-in that went on from the browser's sign-in session ends with it (a logout meanwhile).
+    if (interaction.signInSessionId && !(await signInSessions.isLive(interaction.signInSessionId))) throw expired();
     const client = await store.clients.findClient(interaction.clientId);
     if (!client) throw expired();
     const request = JSON.parse(interaction.request) as AuthorizationRequest;
@@ -473,7 +504,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     return locationOf(to.redirectUri, { error, error_description: description, state: to.state, iss: issuer });
   }
 
-  return { authorize, describe, submitPassword, submitSecondFactor, enrolmentLogin, enrolled, cancel };
+  return { authorize, describe, submitPassword, submitPasskey, submitSecondFactor, enrolmentLogin, enrolled, cancel };
 }
 
 export type HostedSignIn = ReturnType<typeof createHostedSignIn>;

@@ -7,6 +7,7 @@ import { foldUsername } from '../users/accounts.js';
 import type { LoginThrottle } from './login-throttle.js';
 
 const WRONG_CREDENTIALS = 'the username or password is wrong';
+const NO_PASSWORD = 'this account has no password: sign in with a passkey';
 
 /**
  * The first step of every sign-in, the password grant's and the hosted page's alike: the user
@@ -30,12 +31,16 @@ export function createPasswordCheck({
   async function checkPassword(username: string, password: string, context: RequestContext): Promise<StoredUser> {
     const attempt = await throttle.reserveLogin(username, context);
     const user = await store.users.findUserByUsername(username, foldUsername(username));
+    // An account without a password (CONTRACT §19) is checked against the decoy, as an unknown one.
+    const hash = user?.passwordHash || undefined;
     // A password that is not well-formed Unicode (a lone surrogate) was never set (CONTRACT §14),
     // and its UTF-8 bytes would match another's: it is wrong, without being hashed.
-    const isRight = password.isWellFormed() && (await verifyPassword(user?.passwordHash, password));
+    const isRight = password.isWellFormed() && (await verifyPassword(hash, password));
     if (!isRight || !user) {
       await throttle.loginFailed(attempt);
       await audit.record('login', 'failed', { userId: user?.id, context, detail: { reason: 'password' } });
+      // CONTRACT §19: such an account is told to use its passkey (it has no password to guess).
+      if (user && !hash) throw new ServiceError('invalid_grant', NO_PASSWORD);
       throw new ServiceError('invalid_grant', WRONG_CREDENTIALS);
     }
     await throttle.loginSucceeded(attempt);

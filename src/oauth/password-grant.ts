@@ -4,6 +4,7 @@ import { type Clock, onceAnHour } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
+import type { WebauthnFactor } from '../mfa/factors/webauthn.js';
 import {
   type LoginChallenge,
   type LoginDecision,
@@ -43,11 +44,20 @@ export interface PasswordGrantDeps {
   store: Store;
   loginChallenge: LoginChallenge;
   passwords: PasswordCheck;
+  /** Passkey sign-ins without a username. */
+  passkeys: Pick<WebauthnFactor, 'verifySignIn'>;
   tokens: TokenIssuer;
   audit: AuditTrail;
   metrics: ServiceMetrics;
   clock: Clock;
 }
+
+/**
+ * CONTRACT §19: signing in with a passkey alone (no username, no password), for first-party pages
+ * such as the account page; apps use the hosted sign-in, which offers the same. An extension grant
+ * (RFC 6749 §4.5), named by an absolute URI.
+ */
+export const PASSKEY_GRANT = 'urn:mfa-service:grant-type:passkey';
 
 /** CONTRACT §14's grant types, spelt as Auth0 spells them so that its client libraries work unchanged. */
 export const MFA_OTP_GRANT = 'http://auth0.com/oauth/grant-type/mfa-otp';
@@ -61,6 +71,7 @@ export function createPasswordGrant({
   store,
   loginChallenge,
   passwords,
+  passkeys,
   tokens,
   audit,
   metrics,
@@ -143,6 +154,23 @@ export function createPasswordGrant({
   }
 
   /**
+   * The passkey grant: a passkey sign-in without a username (webauthn.ts's verifySignIn), which
+   * reaches phr: amr hwk and user (it verified the person). Throws `invalid_grant`, `mfa_throttled`.
+   */
+  function grantWithPasskey(
+    request: { client: AuthenticatedClient; webauthnResponse: Record<string, unknown>; scope: string },
+    context: RequestContext,
+  ): Promise<PasswordGrantResult> {
+    return counted(async () => {
+      requireAllowedScope(request.client, request.scope);
+      const { user } = await passkeys.verifySignIn(request.webauthnResponse, context);
+      const authTime = Math.floor(clock.now().getTime() / 1000);
+      const login = { user, client: request.client, scope: request.scope, authTime };
+      return succeed(login, { amr: ['hwk', 'user'], factorType: 'webauthn' }, context, 'passkey');
+    });
+  }
+
+  /**
    * Tokens for the login. Its `authTime` is when the password was given, also for a login finished
    * with an mfa_token (CONTRACT §14: a login lasts REFRESH_TOKEN_TTL from the password).
    */
@@ -150,6 +178,7 @@ export function createPasswordGrant({
     login: { user: StoredUser; client: AuthenticatedClient; scope: string; authTime: number },
     decision: Extract<LoginDecision, { amr: unknown }>,
     context: RequestContext,
+    flow: 'password' | 'passkey' = 'password',
   ): Promise<PasswordGrantResult> {
     const { user } = login;
     const issued = await tokens.startLogin(
@@ -169,7 +198,9 @@ export function createPasswordGrant({
     }
     const detail: Record<string, string> = { amr: decision.amr.join(' ') };
     if (decision.factorType) detail.factor_type = decision.factorType;
+    if (flow === 'passkey') detail.flow = flow;
     await audit.record('login', 'succeeded', { userId: user.id, context, detail });
+    metrics.signedIn(flow, decision.amr);
     return { tokens: issued, amr: decision.amr, factorType: decision.factorType };
   }
 
@@ -206,7 +237,7 @@ export function createPasswordGrant({
     );
   }
 
-  return { grantWithPassword, grantWithMfaToken };
+  return { grantWithPassword, grantWithMfaToken, grantWithPasskey };
 }
 
 export type PasswordGrant = ReturnType<typeof createPasswordGrant>;

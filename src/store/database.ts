@@ -93,6 +93,25 @@ export interface AuthorizationInteractionTable {
   created_at: IsoTime;
   expires_at: IsoTime;
   finished_at: IsoTime | null;
+  /** The browser's sign-in session its proof came from: the sign-in ends with it. */
+  sign_in_session_id: string | null;
+}
+
+/** CONTRACT §19: a one-time link that lets its holder make an account's first passkey. */
+export interface InviteTable {
+  token_hash: string;
+  user_id: string;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
+/** A used challenge of a passkey sign-in without a username (the challenges are signed, not stored). */
+export interface PasskeySignInChallengeTable {
+  challenge_hash: string;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
 }
 
 /** RFC 6749 §4.1.2: a code, stored hashed, single use, bound to its client, redirect URI and PKCE challenge. */
@@ -344,6 +363,8 @@ export interface Database {
   sign_in_session: SignInSessionTable;
   authorization_interaction: AuthorizationInteractionTable;
   authorization_code: AuthorizationCodeTable;
+  invite: InviteTable;
+  passkey_sign_in_challenge: PasskeySignInChallengeTable;
   mfa_token: MfaTokenTable;
   webauthn_challenge: WebauthnChallengeTable;
   mfa_factor: MfaFactorTable;

@@ -16,6 +16,8 @@ export interface Interaction {
   authTime?: number;
   amr?: string[];
   sessionGeneration?: number;
+  /** The browser's sign-in session the proof came from, if it did. */
+  signInSessionId?: string;
 }
 
 export async function insertInteraction(db: Executor, interaction: Interaction): Promise<void> {
@@ -35,6 +37,7 @@ export async function insertInteraction(db: Executor, interaction: Interaction):
       created_at: interaction.createdAt.toISOString(),
       expires_at: interaction.expiresAt.toISOString(),
       finished_at: null,
+      sign_in_session_id: interaction.signInSessionId ?? null,
     })
     .execute();
 }
@@ -57,6 +60,7 @@ export async function findLiveInteraction(db: Executor, id: string, now: Date): 
       'login_id',
       'created_at',
       'expires_at',
+      'sign_in_session_id',
     ])
     .where('id', '=', id)
     .where('finished_at', 'is', null)
@@ -76,6 +80,7 @@ export async function findLiveInteraction(db: Executor, id: string, now: Date): 
       authTime: row.auth_time ?? undefined,
       amr: row.amr ? (JSON.parse(row.amr) as string[]) : undefined,
       sessionGeneration: row.session_generation ?? undefined,
+      signInSessionId: row.sign_in_session_id ?? undefined,
     }
   );
 }

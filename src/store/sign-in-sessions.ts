@@ -77,6 +77,21 @@ export async function findLiveSignInSession(
   );
 }
 
+/** True when the session with this id still stands (as `findLiveSignInSession` judges it). */
+export async function isSignInSessionLive(db: Executor, id: string, now: Date, idleSince: Date): Promise<boolean> {
+  const row = await db
+    .selectFrom('sign_in_session')
+    .innerJoin('user', 'user.id', 'sign_in_session.user_id')
+    .select('sign_in_session.id')
+    .where('sign_in_session.id', '=', id)
+    .where('sign_in_session.ended_at', 'is', null)
+    .where('sign_in_session.expires_at', '>', now.toISOString())
+    .where('sign_in_session.last_used_at', '>=', idleSince.toISOString())
+    .whereRef('sign_in_session.session_generation', '=', 'user.session_generation')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Records a use (its idle time starts again). */
 export async function touchSignInSession(db: Executor, id: string, now: Date): Promise<void> {
   await db.updateTable('sign_in_session').set({ last_used_at: now.toISOString() }).where('id', '=', id).execute();

@@ -4,9 +4,11 @@ import * as backupCodes from './backup-codes.js';
 import * as clients from './clients.js';
 import type { Database, Executor } from './database.js';
 import * as interactions from './interactions.js';
+import * as invites from './invites.js';
 import * as factors from './mfa-factors.js';
 import * as mfaTokens from './mfa-tokens.js';
 import * as codes from './one-time-codes.js';
+import * as passkeySignIns from './passkey-sign-in-challenges.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as revokedTokens from './revoked-tokens.js';
 import * as securityEvents from './security-events.js';
@@ -56,6 +58,8 @@ export interface Store {
   signInSessions: Bound<typeof signInSessions>;
   interactions: Bound<typeof interactions>;
   authorizationCodes: Bound<typeof authorizationCodes>;
+  invites: Bound<typeof invites>;
+  passkeySignIns: Bound<typeof passkeySignIns>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -81,6 +85,8 @@ export function createStore(db: Executor): Store {
     signInSessions: bind(signInSessions, db),
     interactions: bind(interactions, db),
     authorizationCodes: bind(authorizationCodes, db),
+    invites: bind(invites, db),
+    passkeySignIns: bind(passkeySignIns, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

@@ -117,6 +117,17 @@ export async function endLoginsInFlight(db: Executor, userId: string): Promise<v
     .execute();
 }
 
+/** Sets the user's password hash (`NO_PASSWORD_HASH` for none); false when there is no such user. */
+export async function setPasswordHash(db: Executor, userId: string, passwordHash: string): Promise<boolean> {
+  const row = await db
+    .updateTable('user')
+    .set({ password_hash: passwordHash })
+    .where('id', '=', userId)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Deletes the user and (by cascade) everything of theirs; false when there was none. */
 export async function deleteUser(db: Executor, id: string): Promise<boolean> {
   if (id.includes('\0')) return false;

@@ -10,6 +10,24 @@ export const USERNAME_PATTERN = '^[A-Za-z0-9@.+_-]{1,150}$';
 /** NIST SP 800-63B's minimum; the maximum keeps Argon2 input bounded. */
 export const PASSWORD_LENGTH = { min: 8, max: MAX_PASSWORD_LENGTH } as const;
 
+/** What an account without a password holds where the hash would be: no password matches it. */
+export const NO_PASSWORD_HASH = '';
+
+/** Throws 400 `invalid_request` saying why, unless `password` may be set. */
+export function requireAcceptablePassword(password: string): void {
+  // A lone surrogate has no UTF-8 form: hashed, it would become U+FFFD and match other passwords.
+  if (!password.isWellFormed()) {
+    throw new ServiceError(
+      'invalid_request',
+      'password must be well-formed Unicode (it holds a lone surrogate, half of a character); send the whole character',
+    );
+  }
+  const length = [...password.normalize('NFC')].length;
+  if (length < PASSWORD_LENGTH.min || length > PASSWORD_LENGTH.max) {
+    throw new ServiceError('invalid_request', 'password must be 8 to 1024 characters');
+  }
+}
+
 /** Usernames are compared without case: `Alice` and `alice` are one account (and one throttle). */
 export function foldUsername(username: string): string {
   return username.toLowerCase();
@@ -18,29 +36,20 @@ export function foldUsername(username: string): string {
 /** User accounts, made and reset by the operator. */
 export function createAccounts({ store, clock, audit }: { store: Store; clock: Clock; audit: AuditTrail }) {
   /**
-   * Creates the user with an Argon2id password hash, keeping the username's spelling; throws 400
-   * `invalid_request`, 409 `username_taken` (also for the same name in another case).
+   * Creates the user with an Argon2id password hash, keeping the username's spelling, or without a
+   * password (CONTRACT §19: the account signs in with passkeys, the first made from an invite);
+   * throws 400 `invalid_request`, 409 `username_taken` (also for the same name in another case).
    */
-  async function createUser(username: string, password: string): Promise<{ id: string; username: string }> {
+  async function createUser(username: string, password?: string): Promise<{ id: string; username: string }> {
     if (!new RegExp(USERNAME_PATTERN).test(username)) {
       throw new ServiceError('invalid_request', 'username must be 1 to 150 letters, digits or @.+_-');
     }
-    // A lone surrogate has no UTF-8 form: hashed, it would become U+FFFD and match other passwords.
-    if (!password.isWellFormed()) {
-      throw new ServiceError(
-        'invalid_request',
-        'password must be well-formed Unicode (it holds a lone surrogate, half of a character); send the whole character',
-      );
-    }
-    const length = [...password.normalize('NFC')].length;
-    if (length < PASSWORD_LENGTH.min || length > PASSWORD_LENGTH.max) {
-      throw new ServiceError('invalid_request', 'password must be 8 to 1024 characters');
-    }
+    if (password !== undefined) requireAcceptablePassword(password);
     const user = {
       id: randomUUID(),
       username,
       usernameKey: foldUsername(username),
-      passwordHash: await hashPassword(password),
+      passwordHash: password === undefined ? NO_PASSWORD_HASH : await hashPassword(password),
     };
     if (!(await store.users.insertUser(user, clock.now()))) {
       throw new ServiceError('username_taken', 'a user with this username exists (usernames ignore case)');

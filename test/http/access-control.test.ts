@@ -502,12 +502,12 @@ describe('the admin API', () => {
         `password ${JSON.stringify(password).slice(0, 40)}`,
       );
     }
-    await expectAdminError(
-      adminCall('/admin/users', { username: 'password-rules' }, `Bearer ${ADMIN_TOKEN}`),
-      400,
-      'invalid_request',
-      'no password',
+    // No password at all is an account that signs in with passkeys (CONTRACT §19): it gets an invite.
+    const passwordless = await expectStatus(
+      adminCall('/admin/users', { username: 'passwordless-rules' }, `Bearer ${ADMIN_TOKEN}`),
+      201,
     );
+    assert.match(passwordless.invite_url, /\/account\/#invite=[A-Za-z0-9_-]{43}$/);
     for (const password of ['12345678', 'p'.repeat(1024)]) {
       const username = `password-rules-${password.length}`;
       await expectStatus(adminCall('/admin/users', { username, password }, `Bearer ${ADMIN_TOKEN}`), 201);

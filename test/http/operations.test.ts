@@ -474,6 +474,7 @@ describe('GET /metrics', () => {
             'factor_type',
             'provider',
             'country',
+            'flow',
           ].includes(name),
           `label ${name}`,
         );
@@ -497,6 +498,8 @@ const EMPTY_SUCCESS = new Set([
   'DELETE /mfa/factors/:id/',
   'DELETE /admin/webhooks/:id',
   'DELETE /admin/clients/:id',
+  'PUT /mfa/password/',
+  'DELETE /mfa/password/',
 ]);
 
 describe('GET /openapi.json', () => {

@@ -106,6 +106,13 @@ const ADMIN_LIST_WEBHOOKS = endpoint('GET', '/admin/webhooks', 'admin');
 const ADMIN_DELETE_WEBHOOK = endpoint('DELETE', '/admin/webhooks/:id', 'admin');
 const ADMIN_WEBHOOK_DELIVERIES = endpoint('GET', '/admin/webhooks/:id/deliveries', 'admin');
 const ADMIN_LIST_CLIENTS = endpoint('GET', '/admin/clients', 'admin');
+// Generated ids name no user: 404.
+const ADMIN_INVITE = endpoint('POST', '/admin/users/:id/invite', 'admin');
+const PASSWORD_CHANGE = endpoint('PUT', '/mfa/password/', 'access_token', {
+  body: 'json',
+  fields: ['current_password', 'new_password'],
+});
+const PASSWORD_REMOVE = endpoint('DELETE', '/mfa/password/', 'access_token');
 const ADMIN_DELETE_CLIENT = endpoint('DELETE', '/admin/clients/:id', 'admin');
 const ADMIN_ROTATE_CLIENT_SECRET = endpoint('POST', '/admin/clients/:id/secret', 'admin');
 // The hosted sign-in's API: bound to a browser's cookie, which no generated request has (410).
@@ -121,6 +128,7 @@ const SIGN_IN_ENDPOINTS = [
   signInCall('POST', '/password', ['username', 'password']),
   signInCall('POST', '/second-factor', ['mfa_type', 'mfa_code', 'backup_code', 'webauthn_response']),
   signInCall('POST', '/cancel'),
+  signInCall('POST', '/passkey', ['webauthn_response']),
   signInCall('PUT', '/totp/request/', ['name']),
   signInCall('PUT', '/totp/verify/', ['mfa_code']),
   signInCall('PUT', '/webauthn/request/', ['name']),
@@ -129,7 +137,7 @@ const SIGN_IN_ENDPOINTS = [
   signInCall('PUT', '/sms/verify/', ['mfa_code']),
 ];
 /** Admin calls that change what they name whatever the body: only refused credentials are sent to them. */
-const ADMIN_WITHOUT_SAFE_BODY = new Set([ADMIN_SIGNING_KEYS, ADMIN_DELETE_USER, ADMIN_RESET_MFA]);
+const ADMIN_WITHOUT_SAFE_BODY = new Set([ADMIN_SIGNING_KEYS, ADMIN_DELETE_USER, ADMIN_RESET_MFA, ADMIN_INVITE]);
 const ENDPOINTS: readonly Endpoint[] = [
   GET_MFA,
   DELETE_MFA,
@@ -154,6 +162,14 @@ const ENDPOINTS: readonly Endpoint[] = [
   endpoint('GET', '/mfa/oauth2/userinfo/', 'access_token', { mayAnswer2xx: false }),
   endpoint('POST', '/mfa/oauth2/userinfo/', 'access_token'),
   ...SIGN_IN_ENDPOINTS,
+  // Anyone may ask for passkey sign-in options: they are signed, not stored.
+  endpoint('POST', '/mfa/webauthn/sign-in/', 'none', { mayAnswer2xx: true }),
+  // Generated invites name none: 410.
+  endpoint('POST', '/mfa/invite/passkey/options/', 'none', { body: 'json', fields: ['invite', 'name'] }),
+  endpoint('POST', '/mfa/invite/passkey/', 'none', { body: 'json', fields: ['invite', 'credential', 'name'] }),
+  PASSWORD_CHANGE,
+  PASSWORD_REMOVE,
+  ADMIN_INVITE,
   ADMIN_USERS,
   ADMIN_CLIENTS,
   ADMIN_SIGNING_KEYS,
@@ -1000,6 +1016,10 @@ function passingCredentials(target: Endpoint): fc.Arbitrary<Credentials> {
         // A request would store a pending secret or challenge; the weak login is refused (MFA is on).
         'PUT /mfa/totp/request/': [weakMfaToken],
         'PUT /mfa/webauthn/request/': [weakMfaToken],
+        // The weak login is refused (MFA is on, and it is old): the password stays.
+        'PUT /mfa/password/': [weakMfaToken],
+        // No user has two passkeys: 409 for the strong login, 401 for the others.
+        'DELETE /mfa/password/': [weakMfaToken, strongToken, plainToken, pendingToken],
         // Nothing is pending for these users: nothing to verify.
         'PUT /mfa/totp/verify/': [weakMfaToken, strongToken, plainToken, pendingToken],
         'PUT /mfa/webauthn/verify/': [weakMfaToken, strongToken, plainToken, pendingToken],

@@ -5,8 +5,10 @@ import type { ClientSettings as ClientSettingsRecord, Clients } from '../../oaut
 import type { SigningKeys } from '../../oauth/signing-keys.js';
 import type { WebhookEndpoint } from '../../store/webhooks.js';
 import type { Accounts } from '../../users/accounts.js';
+import type { Invites } from '../../users/invites.js';
 import type { WebhookEndpoints } from '../../webhooks/endpoints.js';
 import type { App, RequestGuard } from '../app-types.js';
+import { contextOf } from '../request-context.js';
 import {
   ClientIdParams,
   ClientList,
@@ -19,6 +21,7 @@ import {
   CreateUserBody,
   CreateWebhookBody,
   ErrorBody,
+  InviteCreated,
   SecurityEvents,
   SigningKeyCreated,
   UpdateClientBody,
@@ -55,6 +58,7 @@ function clientSettingsOf(body: { mfa_challenge?: 'seed' | 'error' } & ClientMet
 
 export interface AdminRouteDeps {
   accounts: Accounts;
+  invites: Invites;
   clients: Clients;
   keys: SigningKeys;
   audit: AuditTrail;
@@ -65,7 +69,7 @@ export interface AdminRouteDeps {
 
 export function adminRoutes(
   app: App,
-  { accounts, clients, keys, audit, removal, webhooks, requireAdmin }: AdminRouteDeps,
+  { accounts, invites, clients, keys, audit, removal, webhooks, requireAdmin }: AdminRouteDeps,
 ) {
   app.post(
     '/admin/users',
@@ -73,8 +77,28 @@ export function adminRoutes(
       schema: { body: CreateUserBody, response: { 201: CreatedUser, 400: ErrorBody, 401: ErrorBody, 409: ErrorBody } },
       onRequest: requireAdmin,
     },
-    async (request, reply) =>
-      reply.code(201).send(await accounts.createUser(request.body.username, request.body.password)),
+    async (request, reply) => {
+      const user = await accounts.createUser(request.body.username, request.body.password);
+      if (request.body.password !== undefined) return reply.code(201).send(user);
+      // CONTRACT §19: an account without a password gets in through an invite.
+      const invite = await invites.issueInvite(user.id, contextOf(request));
+      return reply.code(201).send({ ...user, invite_url: invite.url });
+    },
+  );
+
+  app.post(
+    '/admin/users/:id/invite',
+    {
+      schema: {
+        params: UserIdParams,
+        response: { 201: InviteCreated, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody },
+      },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      const invite = await invites.issueInvite(request.params.id, contextOf(request));
+      return reply.code(201).send({ invite_url: invite.url, expires_at: invite.expiresAt.toISOString() });
+    },
   );
 
   app.get(

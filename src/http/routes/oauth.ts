@@ -7,6 +7,7 @@ import type { TokenIntrospection } from '../../oauth/introspection.js';
 import {
   MFA_OTP_GRANT,
   MFA_RECOVERY_CODE_GRANT,
+  PASSKEY_GRANT,
   type PasswordGrant,
   type PasswordGrantResult,
 } from '../../oauth/password-grant.js';
@@ -39,7 +40,14 @@ export const TOKEN_PATH = '/mfa/oauth2/token/';
 export const REVOCATION_PATH = '/mfa/oauth2/revoke/';
 export const INTROSPECTION_PATH = '/mfa/oauth2/introspect/';
 /** RFC 8414 grant_types_supported: every grant the token endpoint answers. */
-export const GRANT_TYPES = ['authorization_code', 'password', 'refresh_token', MFA_OTP_GRANT, MFA_RECOVERY_CODE_GRANT];
+export const GRANT_TYPES = [
+  'authorization_code',
+  'password',
+  'refresh_token',
+  MFA_OTP_GRANT,
+  MFA_RECOVERY_CODE_GRANT,
+  PASSKEY_GRANT,
+];
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: MfaRequiredError };
 /** For the OpenAPI document: RFC 6749 §4.3.2 and RFC 7009/7662 bodies are forms; JSON is accepted too. */
@@ -115,6 +123,10 @@ export async function oauthRoutes(app: App, deps: OAuthRouteDeps) {
           },
           context,
         );
+      } else if (body.grant_type === PASSKEY_GRANT) {
+        const webauthnResponse = parseWebauthnResponse(body.webauthn_response);
+        if (webauthnResponse === undefined) throw missing('passkey', 'webauthn_response');
+        result = await passwordGrant.grantWithPasskey({ client, webauthnResponse, scope: body.scope ?? '' }, context);
       } else if (body.grant_type === MFA_OTP_GRANT) {
         if (body.mfa_token === undefined || body.otp === undefined) throw missing('mfa-otp', 'mfa_token and otp');
         result = await passwordGrant.grantWithMfaToken({ client, mfaToken: body.mfa_token, otp: body.otp }, context);

@@ -21,6 +21,7 @@ import {
   SignInAnswer as SignInAnswerBody,
   SignInDescription,
   SignInIdParams,
+  SignInPasskeyBody,
   SignInPasswordBody,
   SignInSecondFactorBody,
   SmsRequestBody,
@@ -179,6 +180,24 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       return answer(
         reply,
         await signIn.submitSecondFactor(request.params.id, browser, csrfToken, step, contextOf(request)),
+      );
+    },
+  );
+
+  app.post(
+    `${SIGN_IN_API}/passkey`,
+    { schema: { params: SignInIdParams, body: SignInPasskeyBody, response: { 200: SignInAnswerBody, ...errors } } },
+    async (request, reply) => {
+      const { browser, csrfToken } = sameOrigin(request);
+      return answer(
+        reply,
+        await signIn.submitPasskey(
+          request.params.id,
+          browser,
+          csrfToken,
+          request.body.webauthn_response,
+          contextOf(request),
+        ),
       );
     },
   );

