@@ -13,16 +13,18 @@ import { availableParallelism, constants } from 'node:os';
  * user, runs on as many threads as there are cores at most (crypto/passwords.ts), and on spare
  * threads the same hashes ran slower, 140–150 logins/s against 166–175 on two cores. Figures in
  * docs/PERFORMANCE.md. These variables are the C library's, libuv's and V8's, not the service's
- * configuration: config.ts does not know them.
+ * configuration: config.ts does not know them. The Dockerfile sets the same in its image (all but
+ * UV_THREADPOOL_SIZE, which depends on the machine), so the service starts there without a
+ * relaunch; test/container/ checks that the two agree.
  */
-const START_ENV: Record<string, string> = {
+export const START_ENV: Record<string, string> = {
   MALLOC_ARENA_MAX: '2',
   MALLOC_MMAP_THRESHOLD_: '1048576',
   MALLOC_TRIM_THRESHOLD_: '1048576',
   GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1',
   UV_THREADPOOL_SIZE: String(availableParallelism()),
 };
-const V8_FLAGS = ['--max-semi-space-size=2', '--heap-growing-percent=50'];
+export const V8_FLAGS = ['--max-semi-space-size=2', '--heap-growing-percent=50'];
 
 type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
 
