@@ -609,6 +609,7 @@ describe('authorization server metadata (RFC 8414)', () => {
       'http://auth0.com/oauth/grant-type/mfa-recovery-code',
       'password',
       'refresh_token',
+      'urn:mfa-service:grant-type:passkey',
     ]);
     assert.deepEqual(body.acr_values_supported, ['phr', 'aal2', 'aal1']);
     assert.ok(Array.isArray(body.response_types_supported), 'response_types_supported is REQUIRED (§2)');

@@ -48,6 +48,10 @@ export interface ApiHooks {
 const TOKEN_PATH = 'mfa/oauth2/token/';
 const REVOCATION_PATH = 'mfa/oauth2/revoke/';
 const END_SESSION_PATH = 'mfa/oauth2/logout/';
+const PASSKEY_OPTIONS_PATH = 'mfa/webauthn/sign-in/';
+const USERINFO_PATH = 'mfa/oauth2/userinfo/';
+/** CONTRACT §19: the token endpoint's grant for a sign-in with a passkey alone. */
+export const PASSKEY_GRANT = 'urn:mfa-service:grant-type:passkey';
 
 /** The page is served at <base>/account/: the API is at <base>/mfa/…, on the same origin. */
 export function createApi(base: URL, hooks: ApiHooks) {
@@ -183,11 +187,26 @@ export function createApi(base: URL, hooks: ApiHooks) {
     });
   }
 
+  /** Options for signing in with a passkey alone (CONTRACT §19); anyone may ask. */
+  async function passkeyOptions(): Promise<Record<string, unknown>> {
+    return ((await send(PASSKEY_OPTIONS_PATH, { method: 'POST' })) as { options: Record<string, unknown> }).options;
+  }
+
+  /** The username of the login `access` stands for (userinfo: the token must have been granted openid). */
+  async function usernameOf(access: string): Promise<string> {
+    const info = (await send(USERINFO_PATH, { headers: { authorization: `Bearer ${access}` } })) as {
+      preferred_username: string;
+    };
+    return info.preferred_username;
+  }
+
   return {
     tokenRequest,
     call,
     revoke,
     endBrowserSession,
+    passkeyOptions,
+    usernameOf,
     get isSignedIn() {
       return tokens !== undefined;
     },

@@ -1,7 +1,7 @@
 // The account page's sign-in: the shared steps (web/shared/sign-in.ts) sent to the token endpoint's
 // password grant, and the same screen re-authenticating when a change needs a fresh login (RFC 9470).
 import { createSignIn, type StepAnswer } from '../shared/sign-in.js';
-import { type Api, isTokens, type MfaRequired, type StepUpChallenge, type Tokens } from './api.js';
+import { type Api, isTokens, type MfaRequired, PASSKEY_GRANT, type StepUpChallenge, type Tokens } from './api.js';
 
 export interface AccountSignInHooks {
   /** A first login finished: show the account. */
@@ -15,6 +15,7 @@ const FIRST_SIGN_IN = {
   intro: 'Sign in to manage how you prove it is you: passkeys, authenticator apps, SMS codes and backup codes.',
   documentTitle: 'Sign in · Account security',
   cancellable: false,
+  offersPasskey: true,
 };
 
 export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
@@ -50,6 +51,17 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
       async secondFactor(fields) {
         if (!credentials) throw new Error('no login in progress');
         return toStep(await api.tokenRequest({ grant_type: 'password', ...credentials, ...stepUpExtra, ...fields }));
+      },
+      passkeyOptions: () => api.passkeyOptions(),
+      async passkey(assertion) {
+        // openid, so that userinfo says whose passkey it was (no username was typed).
+        const answer = await api.tokenRequest({
+          grant_type: PASSKEY_GRANT,
+          webauthn_response: assertion,
+          scope: 'openid',
+        });
+        const step = toStep(answer);
+        return { answer: step, username: isTokens(answer) ? await api.usernameOf(answer.access_token) : '' };
       },
     },
     {
@@ -94,6 +106,8 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
       documentTitle: 'Confirm it is you · Account security',
       username,
       cancellable: true,
+      // Re-authenticating proves it is the same person: a passkey sign-in could be anyone's.
+      offersPasskey: false,
     });
     stepUpExtra = challenge.acrValues
       ? { acr_values: challenge.acrValues, max_age: challenge.maxAge }

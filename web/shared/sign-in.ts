@@ -1,7 +1,12 @@
 // The sign-in steps every page shows (CONTRACT §17, §18): the password, then the second factor the
 // service asks for, or another the person chooses. What each step is sent to is the page's own
 // (the account page: the password grant; the hosted sign-in: its API), behind SignInBackend.
-import { type PublicKeyCredentialRequestOptionsJSON, startAuthentication } from '@simplewebauthn/browser';
+import {
+  browserSupportsWebAuthn,
+  browserSupportsWebAuthnAutofill,
+  type PublicKeyCredentialRequestOptionsJSON,
+  startAuthentication,
+} from '@simplewebauthn/browser';
 import { ApiError } from './api-error.js';
 import { byId, digitsOf, el, whileBusy } from './dom.js';
 import { describeError, type SignInStep } from './messages.js';
@@ -28,6 +33,9 @@ export interface SecondFactorFields {
 export interface SignInBackend {
   password(username: string, password: string): Promise<StepAnswer>;
   secondFactor(fields: SecondFactorFields): Promise<StepAnswer>;
+  /** Options for a sign-in with a passkey alone (CONTRACT §19), and where its assertion goes. */
+  passkeyOptions(): Promise<Record<string, unknown>>;
+  passkey(assertion: unknown): Promise<{ answer: StepAnswer; username: string }>;
 }
 
 export interface SignInHooks {
@@ -48,6 +56,8 @@ export interface SignInScreen {
   username?: string;
   /** Shown under the password form; false hides it. */
   cancellable: boolean;
+  /** Offers "Sign in with a passkey" and passkeys in the username's autofill (not for a re-authentication). */
+  offersPasskey: boolean;
 }
 
 /** One sign-in in progress. */
@@ -103,8 +113,12 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   const resend = byId<HTMLButtonElement>('factor-resend');
   const factorCancel = byId<HTMLButtonElement>('factor-cancel');
   const choices = byId('factor-choices');
+  const passkeyBox = byId('passkey-sign-in-box');
+  const passkeyButton = byId<HTMLButtonElement>('passkey-sign-in');
 
   let attempt: Attempt | undefined;
+  /** Passkeys are offered on this screen (the username's autofill and the button). */
+  let isOfferingPasskey = false;
 
   function showPasswordStep() {
     attempt = undefined;
@@ -112,10 +126,13 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     codeInput.value = '';
     factorForm.hidden = true;
     passwordForm.hidden = false;
+    if (isOfferingPasskey) void offerPasskeyAutofill();
   }
 
   /** The password step, as `screen` says. */
   function start(screen: SignInScreen): void {
+    isOfferingPasskey = screen.offersPasskey && browserSupportsWebAuthn();
+    passkeyBox.hidden = !isOfferingPasskey;
     showPasswordStep();
     title.textContent = screen.title;
     intro.textContent = screen.intro;
@@ -138,6 +155,46 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   function hide(): void {
     section.hidden = true;
     showPasswordStep();
+  }
+
+  /**
+   * Conditional mediation (CONTRACT §19): the browser lists the site's passkeys in the username
+   * field's autofill; picking one signs in as the button does. It waits in the background until
+   * then, and gives way to any other ceremony (the library aborts it).
+   */
+  async function offerPasskeyAutofill() {
+    if (!(await browserSupportsWebAuthnAutofill())) return;
+    try {
+      const options = await backend.passkeyOptions();
+      const assertion = await startAuthentication({
+        optionsJSON: options as unknown as PublicKeyCredentialRequestOptionsJSON,
+        useBrowserAutofill: true,
+      });
+      await signInWithAssertion(assertion);
+    } catch {
+      // Aborted for another ceremony, or nothing picked: the other ways stay on screen.
+    }
+  }
+
+  /** "Sign in with a passkey": no username, the browser asks which passkey. */
+  passkeyButton.addEventListener('click', () => {
+    void whileBusy(passwordForm, async () => {
+      try {
+        const options = await backend.passkeyOptions();
+        const assertion = await startAuthentication({
+          optionsJSON: options as unknown as PublicKeyCredentialRequestOptionsJSON,
+        });
+        await signInWithAssertion(assertion);
+      } catch (error) {
+        warn(describeError(error, 'passkey'), section);
+      }
+    });
+  });
+
+  async function signInWithAssertion(assertion: unknown) {
+    const { answer, username } = await backend.passkey(assertion);
+    attempt = { username, methods: [], method: 'webauthn' };
+    follow(answer, username);
   }
 
   /** Acts on the service's answer to a step. */

@@ -91,6 +91,15 @@ const signIn = createSignIn(
   {
     password: async (username, password) => toStep(await post('password', { username, password })),
     secondFactor: async (fields) => toStep(await post('second-factor', fields)),
+    async passkeyOptions() {
+      const response = await fetch(new URL('mfa/webauthn/sign-in/', base), { method: 'POST', cache: 'no-store' });
+      if (!response.ok) throw new ApiError(response.status, `http_${response.status}`, response.statusText);
+      return ((await response.json()) as { options: Record<string, unknown> }).options;
+    },
+    async passkey(assertion) {
+      const answer = await post('passkey', { webauthn_response: assertion });
+      return { answer: toStep(answer), username: answer.username ?? '' };
+    },
   },
   {
     finished() {
@@ -183,6 +192,7 @@ async function open() {
       intro: `Sign in to continue to ${clientName}.`,
       documentTitle: `Sign in to ${clientName}`,
       cancellable: true,
+      offersPasskey: true,
     });
     const hint = byId<HTMLInputElement>('username');
     if (description.login_hint) {
