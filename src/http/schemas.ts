@@ -236,6 +236,8 @@ export const InviteAccepted = Type.Object({
 
 export const PasskeySignInOptions = Type.Object({ options: WebauthnOptions });
 
+export const PasswordState = Type.Object({ has_password: Type.Boolean() });
+
 export const PasswordChangeBody = Type.Object({
   current_password: Type.Optional(
     Type.String({ minLength: 1, maxLength: 1024, description: 'the password now (absent when the account has none)' }),

@@ -91,7 +91,14 @@ export function createPasswords({
     });
   }
 
-  return { changePassword, removePassword };
+  /** Whether the user has a password (an account may sign in with passkeys alone: CONTRACT §19). */
+  async function hasPassword(userId: string): Promise<boolean> {
+    const user = await store.users.findUserById(userId);
+    if (!user) throw new ServiceError('invalid_token', 'the user of this access token no longer exists');
+    return user.passwordHash !== NO_PASSWORD_HASH;
+  }
+
+  return { changePassword, removePassword, hasPassword };
 }
 
 export type Passwords = ReturnType<typeof createPasswords>;

@@ -91,7 +91,7 @@ describe('examples/spa/, a single-page app signing in with oidc-client-ts', () =
     await page.waitForURL((url) => url.origin === stack.origin && url.pathname === '/sign-in/');
     await page.getByText('Sign in to continue to Acme SPA.').waitFor();
     await page.getByLabel('Username').fill('spa-sigrid');
-    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
     await button(page, 'Continue').click();
     await page.getByLabel('Code from the app').fill(code());
     const tokenAnswer = nextTokenAnswer(page);

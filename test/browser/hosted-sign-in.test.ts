@@ -169,7 +169,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
   test('signing out of the account page ends the browser’s sign-in session: the next app asks again', async () => {
     await page.goto(`${stack.origin}/account/`);
     await page.getByLabel('Username').fill('hanna');
-    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
     await button(page, 'Continue').click();
     service.clock.advance(30);
     await page.getByLabel('Code from the app').fill(app.generate({ timestamp: service.clock.now().getTime() }));
@@ -190,7 +190,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     const config = await registerApp({ name: 'Payroll', mfa_policy: 'required' });
     const signIn = await startAt(config, { prompt: 'login' });
     await page.getByLabel('Username').fill('ivan');
-    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
     await button(page, 'Continue').click();
     await page.getByRole('heading', { name: 'Add a second factor' }).waitFor();
     await page.getByText('Payroll asks for a second way to prove it is you.').waitFor();
@@ -211,7 +211,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     const config = await registerApp({ name: 'Treasury' });
     let signIn = await startAt(config, { prompt: 'login', acr_values: 'phr' });
     await page.getByLabel('Username').fill('jo');
-    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
     await button(page, 'Continue').click();
     await page.getByRole('heading', { name: 'Add a passkey' }).waitFor();
     assert.equal(await page.locator('#add-totp').isHidden(), true, 'only a passkey reaches phr');
@@ -224,7 +224,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
 
     signIn = await startAt(config, { prompt: 'login' });
     await page.getByLabel('Username').fill('jo');
-    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
     await button(page, 'Continue').click();
     await page.getByRole('heading', { name: 'Second step: your passkey' }).waitFor();
     await button(page, 'Use my passkey').click();

@@ -245,7 +245,9 @@ describe('removing the password, and adding it back (CONTRACT §19, §20)', () =
     assert.equal(tooFew.error, 'too_few_passkeys');
     await enrol(second, token);
     token = await strong();
+    assert.deepEqual(await expectStatus(service.call('/mfa/password/', { token }), 200), { has_password: true });
     await expectStatus(service.call('/mfa/password/', { method: 'DELETE', token }), 204);
+    assert.deepEqual(await expectStatus(service.call('/mfa/password/', { token }), 200), { has_password: false });
     assert.match((await expectStatus(service.login(username, PASSWORD), 400)).error_description, /passkey/);
 
     // Adding one back: no current password to give.

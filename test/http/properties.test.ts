@@ -113,6 +113,7 @@ const PASSWORD_CHANGE = endpoint('PUT', '/mfa/password/', 'access_token', {
   fields: ['current_password', 'new_password'],
 });
 const PASSWORD_REMOVE = endpoint('DELETE', '/mfa/password/', 'access_token');
+const PASSWORD_STATE = endpoint('GET', '/mfa/password/', 'access_token');
 const ADMIN_DELETE_CLIENT = endpoint('DELETE', '/admin/clients/:id', 'admin');
 const ADMIN_ROTATE_CLIENT_SECRET = endpoint('POST', '/admin/clients/:id/secret', 'admin');
 // The hosted sign-in's API: bound to a browser's cookie, which no generated request has (410).
@@ -169,6 +170,7 @@ const ENDPOINTS: readonly Endpoint[] = [
   endpoint('POST', '/mfa/invite/passkey/', 'none', { body: 'json', fields: ['invite', 'credential', 'name'] }),
   PASSWORD_CHANGE,
   PASSWORD_REMOVE,
+  PASSWORD_STATE,
   ADMIN_INVITE,
   ADMIN_USERS,
   ADMIN_CLIENTS,

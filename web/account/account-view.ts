@@ -4,6 +4,7 @@ import { button, byId, el, grouped, whileBusy } from '../shared/dom.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { describeError, type Step } from './messages.js';
+import { createPasswordPanel } from './password-panel.js';
 
 const TYPE_LABELS: Record<Factor['type'], string> = {
   webauthn: 'Passkey',
@@ -13,6 +14,17 @@ const TYPE_LABELS: Record<Factor['type'], string> = {
 
 /** Unused backup codes; 'unknown' when telling would need a fresher login; 'off' without MFA. */
 type BackupState = number | 'unknown' | 'off';
+
+/**
+ * What a passkey is (CONTRACT §19): its authenticator when known, synced or on one device, and
+ * whether it signs in alone (a discoverable credential) or only as a second step.
+ */
+function passkeyKind(factor: Factor): string {
+  const parts = [factor.authenticator ? `Passkey on ${factor.authenticator}` : TYPE_LABELS.webauthn];
+  parts.push(factor.synced ? 'synced across your devices' : 'on one device');
+  parts.push(factor.can_sign_in_alone ? 'signs in alone' : 'second step only');
+  return parts.join(' · ');
+}
 
 /** The signed-in part: the factors, adding one, backup codes. */
 export function createAccountView(api: Api, username: () => string) {
@@ -65,12 +77,14 @@ export function createAccountView(api: Api, username: () => string) {
   }
 
   async function reload(): Promise<void> {
-    const [{ factors }, backup] = await Promise.all([
+    const [{ factors }, backup, password] = await Promise.all([
       api.call<{ factors: Factor[] }>('GET', 'mfa/factors/'),
       backupState(),
+      api.call<{ has_password: boolean }>('GET', 'mfa/password/'),
     ]);
     renderFactors(factors);
     renderBackup(backup);
+    passwordPanel.render(password.has_password, factors.filter((factor) => factor.type === 'webauthn').length);
   }
 
   async function backupState(): Promise<BackupState> {
@@ -100,7 +114,9 @@ export function createAccountView(api: Api, username: () => string) {
     const kind =
       factor.type === 'sms' && factor.phone_number
         ? `${TYPE_LABELS.sms} to the number ending ${factor.phone_number.slice(-4)}`
-        : TYPE_LABELS[factor.type];
+        : factor.type === 'webauthn'
+          ? passkeyKind(factor)
+          : TYPE_LABELS[factor.type];
     const used = factor.last_used_at ? dateTimeFormat.format(new Date(factor.last_used_at)) : 'never';
     const rename = button('Rename', quoted);
     const makeDefault = button('Make default', quoted);
@@ -256,6 +272,8 @@ export function createAccountView(api: Api, username: () => string) {
       factorsTitle.focus();
     },
   });
+
+  const passwordPanel = createPasswordPanel(api, act, reload);
 
   // Backup codes: shown once, downloadable, gone from the page when put away.
 

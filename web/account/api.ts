@@ -30,6 +30,10 @@ export interface Factor {
   created_at: string;
   last_used_at: string | null;
   phone_number?: string;
+  /** Passkeys: the authenticator's name when known, synced or not, able to sign in alone. */
+  authenticator?: string | null;
+  synced?: boolean;
+  can_sign_in_alone?: boolean;
 }
 
 /** What RFC 9470's challenge asks of a new login: a second factor (acr_values), or only a fresh one. */
@@ -200,8 +204,18 @@ export function createApi(base: URL, hooks: ApiHooks) {
     return info.preferred_username;
   }
 
+  /** A POST with a JSON body and no token (the invite's calls). */
+  async function postJson<T>(path: string, body: unknown): Promise<T> {
+    return (await send(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })) as T;
+  }
+
   return {
     tokenRequest,
+    send: postJson,
     call,
     revoke,
     endBrowserSession,

@@ -1,9 +1,11 @@
 // The account page (CONTRACT §17): sign in, then manage second factors and backup codes. Served by
 // the service at <base>/account/; everything it calls is on the same origin, under <base>/.
-import { byId } from '../shared/dom.js';
-import { say, warn } from '../shared/notices.js';
+import { type PublicKeyCredentialCreationOptionsJSON, startRegistration } from '@simplewebauthn/browser';
+import { byId, whileBusy } from '../shared/dom.js';
+import { clearNotices, say, warn } from '../shared/notices.js';
 import { createAccountView } from './account-view.js';
-import { createApi } from './api.js';
+import { createApi, type Tokens } from './api.js';
+import { describeError } from './messages.js';
 import { createAccountSignIn } from './sign-in.js';
 
 const base = new URL('../', location.href);
@@ -26,14 +28,16 @@ const api = createApi(base, {
 
 const account = createAccountView(api, () => username);
 
+function signedIn(name: string) {
+  username = name;
+  whoName.textContent = name;
+  who.hidden = false;
+  signOut.hidden = false;
+  void account.show();
+}
+
 const signIn = createAccountSignIn(api, {
-  signedIn(name) {
-    username = name;
-    whoName.textContent = name;
-    who.hidden = false;
-    signOut.hidden = false;
-    void account.show();
-  },
+  signedIn,
   backToAccount() {
     byId('account').hidden = false;
     document.title = 'Sign-in security · Account security';
@@ -66,4 +70,44 @@ signOut.addEventListener('click', () => {
     });
 });
 
-signIn.start();
+/**
+ * CONTRACT §19: an invite link (`#invite=<token>`, a fragment the browser never sends) makes the
+ * account's first passkey and signs in with it. The token leaves the address bar at once.
+ */
+function openInvite(invite: string) {
+  history.replaceState(null, '', location.pathname + location.search);
+  const section = byId('invite');
+  const form = byId<HTMLFormElement>('invite-form');
+  section.hidden = false;
+  document.title = 'Create your passkey · Account security';
+  byId('invite-title').focus();
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const name = byId<HTMLInputElement>('invite-name').value.trim() || 'Passkey';
+    void whileBusy(form, async () => {
+      try {
+        const { options } = await api.send<{ options: PublicKeyCredentialCreationOptionsJSON }>(
+          'mfa/invite/passkey/options/',
+          { invite, name },
+        );
+        const credential = await startRegistration({ optionsJSON: options });
+        const accepted = await api.send<Tokens & { username: string }>('mfa/invite/passkey/', {
+          invite,
+          credential,
+          name,
+        });
+        api.useTokens(accepted);
+        section.hidden = true;
+        clearNotices();
+        say(`Passkey “${name}” created: you are signed in with it.`);
+        signedIn(accepted.username);
+      } catch (error) {
+        warn(describeError(error, 'passkey'), form);
+      }
+    });
+  });
+}
+
+const invite = /^#invite=([A-Za-z0-9_-]+)$/.exec(location.hash)?.[1];
+if (invite) openInvite(invite);
+else signIn.start();

@@ -6,6 +6,7 @@ import {
   browserSupportsWebAuthnAutofill,
   type PublicKeyCredentialRequestOptionsJSON,
   startAuthentication,
+  WebAuthnAbortService,
 } from '@simplewebauthn/browser';
 import { ApiError } from './api-error.js';
 import { byId, digitsOf, el, whileBusy } from './dom.js';
@@ -120,13 +121,18 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   /** Passkeys are offered on this screen (the username's autofill and the button). */
   let isOfferingPasskey = false;
 
+  /** Back to the password step, empty; the username's autofill offers passkeys again. */
   function showPasswordStep() {
+    resetToPasswordStep();
+    if (isOfferingPasskey) void offerPasskeyAutofill();
+  }
+
+  function resetToPasswordStep() {
     attempt = undefined;
     passwordInput.value = '';
     codeInput.value = '';
     factorForm.hidden = true;
     passwordForm.hidden = false;
-    if (isOfferingPasskey) void offerPasskeyAutofill();
   }
 
   /** The password step, as `screen` says. */
@@ -152,9 +158,11 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     follow(answer, username);
   }
 
+  /** Done with signing in: a passkey autofill still waiting would sign in again, so it ends. */
   function hide(): void {
     section.hidden = true;
-    showPasswordStep();
+    resetToPasswordStep();
+    WebAuthnAbortService.cancelCeremony();
   }
 
   /**

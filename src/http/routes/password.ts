@@ -1,7 +1,7 @@
 import type { Passwords } from '../../users/passwords.js';
 import type { App, RequestGuard } from '../app-types.js';
 import { contextOf } from '../request-context.js';
-import { ErrorBody, PasswordChangeBody } from '../schemas.js';
+import { ErrorBody, PasswordChangeBody, PasswordState } from '../schemas.js';
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 409: ErrorBody, 429: ErrorBody };
 
@@ -10,6 +10,12 @@ export function passwordRoutes(
   app: App,
   { passwords, requireAccessToken }: { passwords: Passwords; requireAccessToken: RequestGuard },
 ) {
+  app.get(
+    '/mfa/password/',
+    { schema: { response: { 200: PasswordState, 401: ErrorBody } }, onRequest: requireAccessToken },
+    async (request) => ({ has_password: await passwords.hasPassword(request.principal.userId) }),
+  );
+
   app.put(
     '/mfa/password/',
     {
