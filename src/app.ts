@@ -16,6 +16,7 @@ import { registerCors } from './http/cors.js';
 import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
 import { createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
+import { deviceRoutes } from './http/routes/devices.js';
 import { inviteRoutes } from './http/routes/invites.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes, REVOCATION_PATH, TOKEN_PATH } from './http/routes/oauth.js';
@@ -29,6 +30,7 @@ import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
 import { webauthnRoutes } from './http/routes/webauthn.js';
 import { createAttemptLimiter } from './limits/attempt-limiter.js';
+import { createRememberedDevices } from './logins/remembered-devices.js';
 import { createSessions } from './logins/sessions.js';
 import { createSignInSessions } from './logins/sign-in-sessions.js';
 import { createStepUp } from './logins/step-up.js';
@@ -261,6 +263,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     settings: { ttlSeconds: config.ssoSessionTtlSeconds, idleTtlSeconds: config.ssoSessionIdleTtlSeconds },
   });
   const authorizationCodes = createAuthorizationCodes({ store, tokens, idTokens, sessions, audit, clock });
+  const rememberedDevices = createRememberedDevices({ store, clock });
   const signIn = createHostedSignIn({
     store,
     factors,
@@ -268,6 +271,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     loginChallenge,
     passwords,
     signInSessions,
+    rememberedDevices,
     codes: authorizationCodes,
     audit,
     metrics,
@@ -346,6 +350,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   webauthnRoutes(app, { webauthn, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
   passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
+  deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
   inviteRoutes(app, { invites: inviteRedemption });
   await app.register(cookie);
   registerCors(app, {

@@ -29,6 +29,8 @@ export type SecurityEventType =
   | 'invite_used'
   | 'password_changed'
   | 'password_removed'
+  | 'device_remembered'
+  | 'device_forgotten'
   | 'mfa_throttled'
   | 'user_deleted'
   | 'sms_country_paused'

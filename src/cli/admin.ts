@@ -104,10 +104,11 @@ const COMMANDS: Record<string, Command> = {
   web_origins=https://app.example.com
   id_token_signed_response_alg=RS256|ES256|EdDSA
   mfa_policy=optional|required
+  remember_device_days=30   (days a browser may skip the second step once ticked; 0, the default: never)
   mfa_challenge=seed|error
 The secret is stored hashed and cannot be shown again (rotate-client-secret makes a new one).`,
     arity: 1,
-    maxArity: 9,
+    maxArity: 10,
     async run([name = '', ...fields], { clients }) {
       if (name.length === 0 || name.length > 200)
         throw new ServiceError('invalid_request', 'name must be 1 to 200 characters');
@@ -121,7 +122,7 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
     summary: "change a client's settings",
     help: 'The fields of create-client, and name=…; a list given replaces the whole list.',
     arity: 2,
-    maxArity: 10,
+    maxArity: 11,
     async run([clientId = '', ...fields], { clients }) {
       const { name, ...settings } = clientSettingsFromArguments(fields, ['name']);
       const updated = await clients.updateClient(clientId, { ...settings, name });
@@ -385,7 +386,15 @@ const METADATA_FIELDS = new Set([
   'allowed_scopes',
   'id_token_signed_response_alg',
   'mfa_policy',
+  'remember_device_days',
 ]);
+
+/** A field's command-line value as the admin API's JSON would carry it. */
+function fieldValue(key: string, value: string): unknown {
+  if (LIST_FIELDS.has(key)) return value.split(',').filter(Boolean);
+  if (key === 'remember_device_days' && /^\d+$/.test(value)) return Number(value);
+  return value;
+}
 
 /** `field=value` arguments as client settings, checked as the admin API checks them. */
 function clientSettingsFromArguments(fields: string[], extra: string[] = []) {
@@ -397,7 +406,7 @@ function clientSettingsFromArguments(fields: string[], extra: string[] = []) {
     const value = rest.join('=');
     if (key === 'mfa_challenge') mfaChallenge = value;
     else if (key === 'name' && extra.includes('name')) name = value;
-    else if (METADATA_FIELDS.has(key)) input[key] = LIST_FIELDS.has(key) ? value.split(',').filter(Boolean) : value;
+    else if (METADATA_FIELDS.has(key)) input[key] = fieldValue(key, value);
     else {
       const known = [...METADATA_FIELDS, 'mfa_challenge', ...extra].join(', ');
       throw new ServiceError('invalid_request', `"${field}" is not field=value of a known field (${known})`);
@@ -426,6 +435,7 @@ function printClient(client: ClientSettings, clientSecret?: string): void {
     `web_origins=${client.webOrigins.join(',')}`,
     `id_token_signed_response_alg=${client.idTokenSignedResponseAlg}`,
     `mfa_policy=${client.mfaPolicy}`,
+    `remember_device_days=${client.rememberDeviceDays}`,
   ];
   print(lines.join('\n'));
 }

@@ -10,13 +10,21 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export function createCookies(issuer: string) {
   const isSecure = issuer.startsWith('https:');
   const name = (base: string) => (isSecure ? `__Host-${base}` : base);
-  const names = { browser: name('mfa-browser'), session: name('mfa-session') } as const;
+  const names = { browser: name('mfa-browser'), session: name('mfa-session'), device: name('mfa-device') } as const;
   const flags = { httpOnly: true, sameSite: 'lax', path: '/', secure: isSecure } as const;
 
   return {
-    /** What the browser flow reads: its binding to sign-ins in progress and its sign-in session. */
-    read(request: FastifyRequest): { browserSecret?: string; sessionSecret?: string } {
-      return { browserSecret: request.cookies[names.browser], sessionSecret: request.cookies[names.session] };
+    /**
+     * What the browser flow reads: its binding to sign-ins in progress, its sign-in session, a
+     * remembered device's token (CONTRACT §19), and the User-Agent that names the device.
+     */
+    read(request: FastifyRequest) {
+      return {
+        browserSecret: request.cookies[names.browser],
+        sessionSecret: request.cookies[names.session],
+        deviceSecret: request.cookies[names.device],
+        userAgent: request.headers['user-agent'],
+      };
     },
     /** Binds sign-ins in progress to this browser, for as long as it runs (no expiry). */
     setBrowser(reply: FastifyReply, secret: string): void {
@@ -25,6 +33,10 @@ export function createCookies(issuer: string) {
     /** The sign-in session's cookie, until the session's own end. */
     setSession(reply: FastifyReply, secret: string, expiresAt: Date): void {
       reply.setCookie(names.session, secret, { ...flags, expires: expiresAt });
+    },
+    /** A remembered device's token, until the device's own end. */
+    setDevice(reply: FastifyReply, secret: string, expiresAt: Date): void {
+      reply.setCookie(names.device, secret, { ...flags, expires: expiresAt });
     },
     clearSession(reply: FastifyReply): void {
       reply.clearCookie(names.session, flags);

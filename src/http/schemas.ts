@@ -238,6 +238,21 @@ export const PasskeySignInOptions = Type.Object({ options: WebauthnOptions });
 
 export const PasswordState = Type.Object({ has_password: Type.Boolean() });
 
+/** CONTRACT §19: the browsers that skip the second step at the hosted sign-in, the last used first. */
+export const RememberedDeviceList = Type.Object({
+  devices: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      browser: Type.String({ description: 'the browser and system its User-Agent named, e.g. "Chrome on Linux"' }),
+      created_at: Type.String({ format: 'date-time' }),
+      last_used_at: Type.String({ format: 'date-time' }),
+      expires_at: Type.String({ format: 'date-time' }),
+    }),
+  ),
+});
+
+export const DeviceIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
 export const PasswordChangeBody = Type.Object({
   current_password: Type.Optional(
     Type.String({ minLength: 1, maxLength: 1024, description: 'the password now (absent when the account has none)' }),
@@ -284,6 +299,12 @@ const ClientMetadataFields = {
   mfa_policy: Type.Optional(
     Type.String({ description: 'optional, or required (a user without a second factor adds one while signing in)' }),
   ),
+  remember_device_days: Type.Optional(
+    Type.Integer({
+      description:
+        'days a browser may skip the second step at the hosted sign-in once the person ticks "this device"; 0 (the default) never offers it',
+    }),
+  ),
 };
 
 const ClientName = Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000]+$' });
@@ -316,6 +337,7 @@ export const ClientSettings = Type.Object({
   web_origins: Type.Array(Type.String()),
   id_token_signed_response_alg: Type.String(),
   mfa_policy: Type.String(),
+  remember_device_days: Type.Integer(),
 });
 
 /** The settings, and the secret when one was just made (shown this once). */
@@ -499,6 +521,11 @@ export const SignInSecondFactorBody = Type.Object({
   mfa_code: Type.Optional(MfaCode),
   backup_code: Type.Optional(BackupCode),
   webauthn_response: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  remember_device: Type.Optional(
+    Type.Boolean({
+      description: 'true: this browser skips the second step from now on, for the days the app allows (CONTRACT §19)',
+    }),
+  ),
 });
 
 /** What the page shows next, or where it sends the browser (`location`). */
@@ -509,6 +536,8 @@ export const SignInAnswer = Type.Object({
   mfa_types: Type.Optional(Type.Array(FactorTypeSchema)),
   webauthn: Type.Optional(WebauthnOptions),
   factor_types: Type.Optional(Type.Array(FactorTypeSchema)),
+  /** The second step may be skipped in this browser for so many days, if the person asks. */
+  remember_device_days: Type.Optional(Type.Integer()),
   location: Type.Optional(Type.String()),
 });
 

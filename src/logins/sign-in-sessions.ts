@@ -4,6 +4,7 @@ import { randomToken, sha256 } from '../crypto/secrets.js';
 import type { SignInSession } from '../store/sign-in-sessions.js';
 import type { Store } from '../store/store.js';
 import type { Sessions } from './sessions.js';
+import type { Acr } from './step-up.js';
 
 export type { SignInSession } from '../store/sign-in-sessions.js';
 
@@ -58,7 +59,7 @@ export function createSignInSessions({
    * cookie). The session it replaces, if any, is ended: a sign-in always gets a new secret.
    */
   async function start(
-    proof: { userId: string; amr: string[]; authTime: number; sessionGeneration: number },
+    proof: { userId: string; amr: string[]; acr: Acr; authTime: number; sessionGeneration: number },
     replaces: SignInSession | undefined,
   ): Promise<{ session: SignInSession; secret: string }> {
     const now = clock.now();

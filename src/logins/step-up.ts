@@ -7,6 +7,8 @@ export interface LoginProof {
   userId: string;
   /** RFC 8176 methods: ["pwd"], or ["pwd", <a second factor>]. */
   amr: readonly string[];
+  /** What the login reached: usually `acrOf(amr)`; a remembered device's reaches aal2 only. */
+  acr: Acr;
   /** Seconds since the epoch. */
   authTime: number;
   /** The login (refresh-token family) the token belongs to. */
@@ -89,7 +91,7 @@ export function createStepUp({ store, clock, maxAgeSeconds }: { store: Store; cl
    * most STEP_UP_MAX_AGE ago.
    */
   function judgeSecondFactor(login: LoginProof, enabledAt: Date): void {
-    if (!meetsAcr(acrOf(login.amr), SENSITIVE_ACR) || login.authTime < Math.floor(enabledAt.getTime() / 1000)) {
+    if (!meetsAcr(login.acr, SENSITIVE_ACR) || login.authTime < Math.floor(enabledAt.getTime() / 1000)) {
       throw new StepUpRequired(
         'this call needs a login with a second factor; log in again with acr_values=aal2',
         SENSITIVE_ACR,

@@ -2,7 +2,7 @@ import { verify as cryptoVerify, KeyObject, randomUUID, type webcrypto } from 'n
 import { errors, jwtVerify, SignJWT } from 'jose';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
-import { type Acr, acrOf } from '../logins/step-up.js';
+import { ACR_VALUES, type Acr } from '../logins/step-up.js';
 import type { Factor } from '../store/mfa-factors.js';
 import type { Store } from '../store/store.js';
 import { SIGNING_ALG, type SigningKeys } from './signing-keys.js';
@@ -14,6 +14,8 @@ export interface AccessGrant {
   scope: string;
   /** RFC 8176 methods: ["pwd"], or ["pwd","sms"] when a second factor was given. */
   amr: string[];
+  /** What the login reached (CONTRACT §14): usually what its amr reaches; aal2 for a remembered device. */
+  acr: Acr;
   /** When the login happened, seconds since the epoch (kept across refreshes). */
   authTime: number;
   /** The login's id (its refresh-token family), so revoking the login refuses its access tokens. */
@@ -21,8 +23,6 @@ export interface AccessGrant {
 }
 
 export interface VerifiedAccessToken extends AccessGrant {
-  /** What the login's amr reaches (CONTRACT §14). */
-  acr: Acr;
   jti: string;
   issuedAt: number;
   expiresAt: number;
@@ -50,7 +50,7 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
       client_id: grant.clientId,
       scope: grant.scope,
       amr: grant.amr,
-      acr: acrOf(grant.amr),
+      acr: grant.acr,
       auth_time: grant.authTime,
       sid: grant.sessionId,
     })
@@ -128,10 +128,10 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
           typ: 'at+jwt',
           algorithms: [SIGNING_ALG],
           currentDate: clock.now(),
-          requiredClaims: ['sub', 'jti', 'iat', 'exp', 'client_id', 'amr', 'auth_time', 'sid'],
+          requiredClaims: ['sub', 'jti', 'iat', 'exp', 'client_id', 'amr', 'acr', 'auth_time', 'sid'],
         },
       );
-      const { sub, jti, iat, exp, client_id, scope, amr, auth_time, sid } = payload;
+      const { sub, jti, iat, exp, client_id, scope, amr, acr, auth_time, sid } = payload;
       if (
         typeof sub !== 'string' ||
         typeof jti !== 'string' ||
@@ -142,7 +142,8 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
         typeof scope !== 'string' ||
         typeof auth_time !== 'number' ||
         !Array.isArray(amr) ||
-        !amr.every((method) => typeof method === 'string')
+        !amr.every((method) => typeof method === 'string') ||
+        !ACR_VALUES.includes(acr as Acr)
       ) {
         throw new Error('claims of the wrong type');
       }
@@ -151,9 +152,7 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
         clientId: client_id,
         scope,
         amr,
-        // Derived from amr, the signed record of how the login was proved (tokens issued before
-        // the claim existed carry none).
-        acr: acrOf(amr),
+        acr: acr as Acr,
         authTime: auth_time,
         sessionId: sid,
         jti,

@@ -4,6 +4,7 @@ import { type Clock, onceAnHour } from '../clock.js';
 import { randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { Sessions } from '../logins/sessions.js';
+import type { Acr } from '../logins/step-up.js';
 import type { Store } from '../store/store.js';
 import type { AuthorizationRequest } from './authorize/checks.js';
 import type { AuthenticatedClient } from './clients.js';
@@ -22,6 +23,8 @@ const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 export interface SignInProof {
   userId: string;
   amr: string[];
+  /** What the sign-in reached: what its amr reaches, but aal2 for a remembered device (CONTRACT §19). */
+  acr: Acr;
   authTime: number;
   /** The user's session generation the sign-in was judged on (CONTRACT §14). */
   sessionGeneration: number;
@@ -76,6 +79,7 @@ export function createAuthorizationCodes({
         scope: request.scope,
         nonce: request.nonce,
         amr: proof.amr,
+        acr: proof.acr,
         authTime: proof.authTime,
         signInSessionId,
         loginId: randomUUID(),
@@ -137,6 +141,7 @@ export function createAuthorizationCodes({
         clientId: code.clientId,
         scope: code.scope,
         amr: code.amr,
+        acr: code.acr,
         authTime: code.authTime,
         sessionId: code.loginId,
       },
@@ -158,6 +163,7 @@ export function createAuthorizationCodes({
         clientId: code.clientId,
         authTime: code.authTime,
         amr: code.amr,
+        acr: code.acr,
         nonce: code.nonce,
         signInSessionId: code.signInSessionId,
       },

@@ -11,6 +11,8 @@ export const TOKEN_ENDPOINT_AUTH_METHODS: readonly TokenEndpointAuthMethod[] = [
 export const MFA_POLICIES: readonly MfaPolicy[] = ['optional', 'required'];
 /** What a client may be granted unless it registers otherwise (CONTRACT §18). */
 export const DEFAULT_ALLOWED_SCOPES = ['openid', 'profile', 'offline_access'];
+/** The longest a browser may skip the second step (CONTRACT §19): a year, as the cookie may live no longer in Chromium (400 days). */
+export const MAX_REMEMBER_DEVICE_DAYS = 365;
 
 /** Metadata as the admin API and the CLI take it (wire names), every field optional. */
 export interface ClientMetadataInput {
@@ -21,6 +23,7 @@ export interface ClientMetadataInput {
   web_origins?: unknown;
   id_token_signed_response_alg?: unknown;
   mfa_policy?: unknown;
+  remember_device_days?: unknown;
 }
 
 /** A new client's metadata: what was given, checked, and the defaults for the rest. */
@@ -32,6 +35,7 @@ export const DEFAULT_METADATA: ClientMetadata = {
   webOrigins: [],
   idTokenSignedResponseAlg: 'RS256',
   mfaPolicy: 'optional',
+  rememberDeviceDays: 0,
 };
 
 // RFC 6749 §3.3 scope-token.
@@ -68,6 +72,16 @@ export function parseClientMetadata(input: ClientMetadataInput): Partial<ClientM
     );
   }
   if (input.mfa_policy !== undefined) parsed.mfaPolicy = oneOf('mfa_policy', input.mfa_policy, MFA_POLICIES);
+  if (input.remember_device_days !== undefined) {
+    const days = input.remember_device_days;
+    if (typeof days !== 'number' || !Number.isInteger(days) || days < 0 || days > MAX_REMEMBER_DEVICE_DAYS) {
+      throw invalid(
+        'remember_device_days',
+        `expected a whole number of days from 0 (never) to ${MAX_REMEMBER_DEVICE_DAYS}, got ${JSON.stringify(days)}`,
+      );
+    }
+    parsed.rememberDeviceDays = days;
+  }
   return parsed;
 }
 

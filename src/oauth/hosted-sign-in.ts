@@ -3,6 +3,7 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash, randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import type { NewDevice, RememberedDevices } from '../logins/remembered-devices.js';
 import type { SignInSession, SignInSessions } from '../logins/sign-in-sessions.js';
 import { type Acr, acrOf, type LoginProof, meetsAcr } from '../logins/step-up.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
@@ -29,6 +30,9 @@ const INTERACTION_TTL_MS = 30 * 60_000;
 export interface Browser {
   browserSecret?: string;
   sessionSecret?: string;
+  /** A remembered device's token (CONTRACT §19). */
+  deviceSecret?: string;
+  userAgent?: string;
 }
 
 /** A new sign-in session's cookie, for the route to set. */
@@ -53,6 +57,8 @@ export type SignInAnswer =
       mfaTypes: FactorType[];
       /** WebAuthn request options, when the factor asked for is a passkey and they were made. */
       webauthn?: unknown;
+      /** The app lets the person skip this step in this browser for so many days (CONTRACT §19). */
+      rememberDeviceDays?: number;
     }
   | { step: 'enrol'; username: string; factorTypes: FactorType[] }
   | Redirect;
@@ -71,6 +77,7 @@ export interface HostedSignInDeps {
   loginChallenge: LoginChallenge;
   passwords: PasswordCheck;
   signInSessions: SignInSessions;
+  rememberedDevices: RememberedDevices;
   codes: AuthorizationCodes;
   audit: AuditTrail;
   metrics: ServiceMetrics;
@@ -91,8 +98,20 @@ type Step = { step: 'password' } | { step: 'done' } | { step: 'second_factor'; a
  * the user has. Every step is the password grant's (the same throttles, guess budget, factors).
  */
 export function createHostedSignIn(deps: HostedSignInDeps) {
-  const { store, factors, passkeys, loginChallenge, passwords, signInSessions, codes, audit, metrics, clock, issuer } =
-    deps;
+  const {
+    store,
+    factors,
+    passkeys,
+    loginChallenge,
+    passwords,
+    signInSessions,
+    rememberedDevices,
+    codes,
+    audit,
+    metrics,
+    clock,
+    issuer,
+  } = deps;
 
   /**
    * The authorization endpoint: checks the request (a page for what may not go back to the app,
@@ -193,9 +212,13 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const signIn = await loadForChange(id, browser, csrfToken);
     if (signIn.proof) throw new ServiceError('invalid_request', 'this sign-in is past its password step');
     const user = await passwords.checkPassword(credentials.username, credentials.password, context);
+    // A remembered device (CONTRACT §19) stands for the second factor it was proved with, but
+    // reaches aal2 only: a passkey tapped days ago in this browser is not phishing-resistant now.
+    const device = await rememberedDevices.recognise(browser.deviceSecret, user.id, signIn.client.rememberDeviceDays);
     const proof: SignInProof = {
       userId: user.id,
-      amr: ['pwd'],
+      amr: device ? device.amr : ['pwd'],
+      acr: device ? 'aal2' : 'aal1',
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionGeneration: user.sessionGeneration,
     };
@@ -221,6 +244,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const proof: SignInProof = {
       userId: user.id,
       amr: ['hwk', 'user'],
+      acr: 'phr',
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionGeneration: user.sessionGeneration,
     };
@@ -236,18 +260,31 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     id: string,
     browser: Browser,
     csrfToken: string | undefined,
-    secondStep: SecondStep,
+    secondStep: SecondStep & { rememberDevice?: boolean },
     context: RequestContext,
-  ): Promise<SignInAnswer> {
+  ): Promise<SignInAnswer & { device?: NewDevice }> {
     const signIn = await loadWithUser(id, browser, csrfToken);
     const step = nextStep(signIn.proof, signIn.user, signIn.request, signIn.client);
     if (step.step !== 'second_factor')
       throw new ServiceError('invalid_request', 'this sign-in does not ask for a second factor now');
     const decision = await loginChallenge.decide(signIn.user, { ...secondStep, acrValues: [step.acr] }, context);
-    if (!('amr' in decision)) return secondFactorAnswer(signIn.user, decision.challenge);
-    const proof = { ...signIn.proof, amr: union(signIn.proof.amr, decision.amr) };
+    if (!('amr' in decision)) return secondFactorAnswer(signIn, decision.challenge);
+    const amr = union(signIn.proof.amr, decision.amr);
+    const proof = { ...signIn.proof, amr, acr: acrOf(amr) };
     await recordProof(signIn.interaction, proof);
-    return advance({ ...signIn, proof }, browser, context);
+    const days = signIn.client.rememberDeviceDays;
+    const device =
+      secondStep.rememberDevice && days > 0
+        ? await rememberedDevices.remember(signIn.user, decision.amr, browser.userAgent, days)
+        : undefined;
+    if (device) {
+      await audit.record('device_remembered', 'succeeded', {
+        userId: signIn.user.id,
+        context,
+        detail: { days: String(days) },
+      });
+    }
+    return { ...(await advance({ ...signIn, proof }, browser, context)), ...(device && { device }) };
   }
 
   /**
@@ -269,6 +306,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     return {
       userId: signIn.user.id,
       amr: signIn.proof.amr,
+      acr: signIn.proof.acr,
       authTime: signIn.proof.authTime,
       sessionId: signIn.interaction.loginId,
     };
@@ -288,11 +326,8 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     if (!loaded.user || !loaded.proof) throw expired();
     const signIn: WithUser = { ...loaded, user: loaded.user, proof: loaded.proof };
     // Adding the factor ended the user's other logins (a new session generation): this one goes on.
-    const proof = {
-      ...signIn.proof,
-      amr: union(signIn.proof.amr, [factors[type].amr]),
-      sessionGeneration: signIn.user.sessionGeneration,
-    };
+    const amr = union(signIn.proof.amr, [factors[type].amr]);
+    const proof = { ...signIn.proof, amr, acr: acrOf(amr), sessionGeneration: signIn.user.sessionGeneration };
     await recordProof(signIn.interaction, proof);
     return advance({ ...signIn, proof }, browser, context);
   }
@@ -339,24 +374,26 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     if (step.step === 'second_factor') {
       if (context) {
         const decision = await loginChallenge.decide(user, { acrValues: [step.acr] }, context);
-        if (!('amr' in decision)) return secondFactorAnswer(user, decision.challenge);
+        if (!('amr' in decision)) return secondFactorAnswer(signIn, decision.challenge);
       }
       const offered = loginChallenge.offer(user, step.acr);
-      if (offered) return { step: 'second_factor', username: user.username, ...offered };
+      if (offered) return secondFactorAnswer(signIn, offered);
     }
     throw new Error(`no answer for the step ${step.step}`);
   }
 
   function secondFactorAnswer(
-    user: StoredUser,
+    signIn: { user?: StoredUser; client: OAuthClient },
     challenge: { mfaType: FactorType; mfaTypes?: FactorType[]; webauthn?: unknown },
   ): SignInAnswer {
+    const days = signIn.client.rememberDeviceDays;
     return {
       step: 'second_factor',
-      username: user.username,
+      username: signIn.user?.username ?? '',
       mfaType: challenge.mfaType,
       mfaTypes: challenge.mfaTypes ?? [challenge.mfaType],
       ...(challenge.webauthn === undefined ? {} : { webauthn: challenge.webauthn }),
+      ...(days > 0 && { rememberDeviceDays: days }),
     };
   }
 
@@ -371,6 +408,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       current &&
       current.userId === proof.userId &&
       current.authTime === proof.authTime &&
+      current.acr === proof.acr &&
       sameMethods(current.amr, proof.amr)
     ) {
       // Nothing new was proved (a second app signing in): the session goes on.
@@ -408,7 +446,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
   ): Step {
     if (!proof || !user) return { step: 'password' };
     const target = targetAcr(user, request, client);
-    const proved = acrOf(proof.amr);
+    const proved = proof.acr;
     if (meetsAcr(proved, target.acr)) return { step: 'done' };
     if (target.isReachable) return { step: 'second_factor', acr: target.acr };
     if (user.factors.length > 0 && !meetsAcr(proved, 'aal2')) return { step: 'second_factor', acr: 'aal2' };
@@ -455,10 +493,15 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const request = JSON.parse(interaction.request) as AuthorizationRequest;
     const user = interaction.userId === undefined ? undefined : await store.users.findUserById(interaction.userId);
     const proof: SignInProof | undefined =
-      user && interaction.amr && interaction.authTime !== undefined && interaction.sessionGeneration !== undefined
+      user &&
+      interaction.amr &&
+      interaction.acr &&
+      interaction.authTime !== undefined &&
+      interaction.sessionGeneration !== undefined
         ? {
             userId: user.id,
             amr: interaction.amr,
+            acr: interaction.acr,
             authTime: interaction.authTime,
             sessionGeneration: interaction.sessionGeneration,
           }
@@ -513,6 +556,7 @@ function proofOf(session: SignInSession): SignInProof {
   return {
     userId: session.userId,
     amr: session.amr,
+    acr: session.acr,
     authTime: session.authTime,
     sessionGeneration: session.sessionGeneration,
   };

@@ -1,6 +1,6 @@
 import { decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import type { Clock } from '../clock.js';
-import { acrOf } from '../logins/step-up.js';
+import type { Acr } from '../logins/step-up.js';
 import { ID_TOKEN_ALGS, type IdTokenAlg, type SigningKeys } from './signing-keys.js';
 
 /** What an ID token says of a sign-in (OpenID Connect Core §2). */
@@ -9,6 +9,7 @@ export interface IdTokenClaims {
   clientId: string;
   authTime: number;
   amr: readonly string[];
+  acr: Acr;
   nonce?: string;
   /** The browser sign-in session (the `sid` RP-initiated logout names). */
   signInSessionId: string;
@@ -32,7 +33,7 @@ export function createIdTokens({
     return new SignJWT({
       auth_time: claims.authTime,
       ...(claims.nonce !== undefined && { nonce: claims.nonce }),
-      acr: acrOf(claims.amr),
+      acr: claims.acr,
       amr: [...claims.amr],
       sid: claims.signInSessionId,
     })

@@ -1,7 +1,6 @@
 import type { Clock } from '../clock.js';
 import { sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
-import { acrOf } from '../logins/step-up.js';
 import type { Store } from '../store/store.js';
 import type { AccessTokens } from './access-tokens.js';
 
@@ -48,7 +47,7 @@ export function createIntrospection({ store, accessTokens, clock, issuer }: Intr
         // The contract's active answer names a jti for every token: a refresh token's is its row id.
         jti: refresh.id,
         amr: refresh.amr,
-        acr: acrOf(refresh.amr),
+        acr: refresh.acr,
         auth_time: refresh.authTime,
         iss: issuer,
       };

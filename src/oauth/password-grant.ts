@@ -3,6 +3,7 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { type Clock, onceAnHour } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import { acrOf } from '../logins/step-up.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import type { WebauthnFactor } from '../mfa/factors/webauthn.js';
 import {
@@ -187,6 +188,7 @@ export function createPasswordGrant({
         clientId: login.client.id,
         scope: login.scope,
         amr: decision.amr,
+        acr: acrOf(decision.amr),
         authTime: login.authTime,
         sessionId: randomUUID(),
       },

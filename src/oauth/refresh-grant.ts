@@ -50,6 +50,7 @@ export function createRefreshGrant({ store, tokens, sessions, audit, clock }: Re
         clientId: stored.clientId,
         scope,
         amr: stored.amr,
+        acr: stored.acr,
         authTime: stored.authTime,
         sessionId: stored.familyId,
       },

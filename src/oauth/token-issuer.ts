@@ -84,6 +84,7 @@ export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSecond
         clientId: grant.clientId,
         scope: refreshScope,
         amr: grant.amr,
+        acr: grant.acr,
         authTime: grant.authTime,
         expiresAt: new Date(grant.authTime * 1000 + refreshTtlSeconds * 1000),
       },

@@ -1,3 +1,4 @@
+import type { Acr } from '../logins/step-up.js';
 import type { Executor } from './database.js';
 
 /** RFC 6749 §4.1.2: what a code stands for, stored under its hash. */
@@ -10,6 +11,7 @@ export interface AuthorizationCode {
   scope: string;
   nonce?: string;
   amr: string[];
+  acr: Acr;
   authTime: number;
   signInSessionId: string;
   /** The refresh-token family the code's tokens start. */
@@ -34,6 +36,7 @@ export async function insertAuthorizationCode(db: Executor, code: AuthorizationC
       scope: code.scope,
       nonce: code.nonce ?? null,
       amr: JSON.stringify(code.amr),
+      acr: code.acr,
       auth_time: code.authTime,
       sign_in_session_id: code.signInSessionId,
       login_id: code.loginId,
@@ -62,6 +65,7 @@ export async function findAuthorizationCode(
       'scope',
       'nonce',
       'amr',
+      'acr',
       'auth_time',
       'sign_in_session_id',
       'login_id',
@@ -81,6 +85,7 @@ export async function findAuthorizationCode(
       scope: row.scope,
       nonce: row.nonce ?? undefined,
       amr: JSON.parse(row.amr) as string[],
+      acr: row.acr as Acr,
       authTime: row.auth_time,
       signInSessionId: row.sign_in_session_id,
       loginId: row.login_id,

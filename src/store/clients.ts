@@ -14,6 +14,8 @@ export interface ClientMetadata {
   webOrigins: string[];
   idTokenSignedResponseAlg: string;
   mfaPolicy: MfaPolicy;
+  /** Days a browser may skip the second step after the person chose so; 0: never (CONTRACT §19). */
+  rememberDeviceDays: number;
 }
 
 export interface OAuthClient extends ClientMetadata {
@@ -36,6 +38,7 @@ const COLUMNS = [
   'web_origins',
   'id_token_signed_response_alg',
   'mfa_policy',
+  'remember_device_days',
 ] as const;
 
 type ClientRow = Pick<Selectable<OAuthClientTable>, (typeof COLUMNS)[number]>;
@@ -53,6 +56,7 @@ function toClient(row: ClientRow): OAuthClient {
     webOrigins: JSON.parse(row.web_origins) as string[],
     idTokenSignedResponseAlg: row.id_token_signed_response_alg,
     mfaPolicy: row.mfa_policy as MfaPolicy,
+    rememberDeviceDays: row.remember_device_days,
   };
 }
 
@@ -67,6 +71,7 @@ function metadataColumns(metadata: Partial<ClientMetadata>) {
     ...(metadata.webOrigins && { web_origins: JSON.stringify(metadata.webOrigins) }),
     ...(metadata.idTokenSignedResponseAlg && { id_token_signed_response_alg: metadata.idTokenSignedResponseAlg }),
     ...(metadata.mfaPolicy && { mfa_policy: metadata.mfaPolicy }),
+    ...(metadata.rememberDeviceDays !== undefined && { remember_device_days: metadata.rememberDeviceDays }),
   };
 }
 

@@ -51,6 +51,8 @@ export interface OAuthClientTable {
   id_token_signed_response_alg: Generated<string>;
   /** `optional` or `required`: a user without a second factor adds one while signing in. */
   mfa_policy: Generated<string>;
+  /** CONTRACT §19: days a browser may skip the second step after the person chose so (0: never). */
+  remember_device_days: Generated<number>;
 }
 
 /**
@@ -64,6 +66,8 @@ export interface SignInSessionTable {
   user_id: string;
   /** JSON array of the methods the sign-in proved, e.g. ["pwd","otp"]. */
   amr: string;
+  /** What the sign-in reached (CONTRACT §14): kept, not derived, as a remembered device reaches aal2 only. */
+  acr: string;
   auth_time: number;
   session_generation: number;
   created_at: IsoTime;
@@ -87,6 +91,7 @@ export interface AuthorizationInteractionTable {
   user_id: string | null;
   auth_time: number | null;
   amr: string | null;
+  acr: string | null;
   session_generation: number | null;
   /** The login (refresh-token family) the finished sign-in's tokens will belong to. */
   login_id: string;
@@ -95,6 +100,25 @@ export interface AuthorizationInteractionTable {
   finished_at: IsoTime | null;
   /** The browser's sign-in session its proof came from: the sign-in ends with it. */
   sign_in_session_id: string | null;
+}
+
+/**
+ * CONTRACT §19: a browser that skips the second step at the hosted sign-in. The cookie holds a token
+ * whose hash is here; it counts only for its user, until it expires or the user's session
+ * generation moves on (CONTRACT §14's changes forget every device).
+ */
+export interface RememberedDeviceTable {
+  id: string;
+  token_hash: string;
+  user_id: string;
+  session_generation: number;
+  /** JSON array of the methods of the sign-in that remembered it, e.g. ["pwd","otp"]. */
+  amr: string;
+  /** The browser and system, as its User-Agent named them, e.g. "Chrome on Linux". */
+  browser: string;
+  created_at: IsoTime;
+  last_used_at: IsoTime;
+  expires_at: IsoTime;
 }
 
 /** CONTRACT §19: a one-time link that lets its holder make an account's first passkey. */
@@ -125,6 +149,7 @@ export interface AuthorizationCodeTable {
   scope: string;
   nonce: string | null;
   amr: string;
+  acr: string;
   auth_time: number;
   sign_in_session_id: string;
   /** The refresh-token family its tokens start: a replay of the code revokes it. */
@@ -235,6 +260,7 @@ export interface RefreshTokenTable {
   scope: string;
   /** JSON array of the login's authentication methods, e.g. ["pwd","sms"]. */
   amr: string;
+  acr: string;
   auth_time: number;
   expires_at: IsoTime;
   used_at: IsoTime | null;
@@ -364,6 +390,7 @@ export interface Database {
   authorization_interaction: AuthorizationInteractionTable;
   authorization_code: AuthorizationCodeTable;
   invite: InviteTable;
+  remembered_device: RememberedDeviceTable;
   passkey_sign_in_challenge: PasskeySignInChallengeTable;
   mfa_token: MfaTokenTable;
   webauthn_challenge: WebauthnChallengeTable;

@@ -1,3 +1,4 @@
+import type { Acr } from '../logins/step-up.js';
 import type { Executor } from './database.js';
 
 /** A sign-in in progress at the hosted page (see AuthorizationInteractionTable). */
@@ -15,6 +16,7 @@ export interface Interaction {
   userId?: string;
   authTime?: number;
   amr?: string[];
+  acr?: Acr;
   sessionGeneration?: number;
   /** The browser's sign-in session the proof came from, if it did. */
   signInSessionId?: string;
@@ -32,6 +34,7 @@ export async function insertInteraction(db: Executor, interaction: Interaction):
       user_id: interaction.userId ?? null,
       auth_time: interaction.authTime ?? null,
       amr: interaction.amr ? JSON.stringify(interaction.amr) : null,
+      acr: interaction.acr ?? null,
       session_generation: interaction.sessionGeneration ?? null,
       login_id: interaction.loginId,
       created_at: interaction.createdAt.toISOString(),
@@ -56,6 +59,7 @@ export async function findLiveInteraction(db: Executor, id: string, now: Date): 
       'user_id',
       'auth_time',
       'amr',
+      'acr',
       'session_generation',
       'login_id',
       'created_at',
@@ -79,6 +83,7 @@ export async function findLiveInteraction(db: Executor, id: string, now: Date): 
       userId: row.user_id ?? undefined,
       authTime: row.auth_time ?? undefined,
       amr: row.amr ? (JSON.parse(row.amr) as string[]) : undefined,
+      acr: (row.acr as Acr | null) ?? undefined,
       sessionGeneration: row.session_generation ?? undefined,
       signInSessionId: row.sign_in_session_id ?? undefined,
     }
@@ -92,7 +97,7 @@ export async function findLiveInteraction(db: Executor, id: string, now: Date): 
 export async function recordInteractionProof(
   db: Executor,
   id: string,
-  proof: { userId: string; authTime: number; amr: string[]; sessionGeneration: number },
+  proof: { userId: string; authTime: number; amr: string[]; acr: Acr; sessionGeneration: number },
 ): Promise<boolean> {
   const row = await db
     .updateTable('authorization_interaction')
@@ -100,6 +105,7 @@ export async function recordInteractionProof(
       user_id: proof.userId,
       auth_time: proof.authTime,
       amr: JSON.stringify(proof.amr),
+      acr: proof.acr,
       session_generation: proof.sessionGeneration,
     })
     .where('id', '=', id)

@@ -1,4 +1,5 @@
 import { PostgresAdapter, type SelectQueryBuilder } from 'kysely';
+import type { Acr } from '../logins/step-up.js';
 import type { Database, Executor } from './database.js';
 
 export interface RefreshToken {
@@ -9,6 +10,7 @@ export interface RefreshToken {
   clientId: string;
   scope: string;
   amr: string[];
+  acr: Acr;
   authTime: number;
   expiresAt: Date;
   /** The browser sign-in session the login came through (the code flow); rotation keeps it. */
@@ -97,6 +99,7 @@ function rowOf(token: RefreshToken, now: Date) {
     client_id: token.clientId,
     scope: token.scope,
     amr: JSON.stringify(token.amr),
+    acr: token.acr,
     auth_time: token.authTime,
     expires_at: token.expiresAt.toISOString(),
     used_at: null,
@@ -124,6 +127,7 @@ export async function findRefreshToken(db: Executor, tokenHash: string): Promise
       clientId: row.client_id,
       scope: row.scope,
       amr: JSON.parse(row.amr) as string[],
+      acr: row.acr as Acr,
       authTime: row.auth_time,
       expiresAt: new Date(row.expires_at),
       usedAt: row.used_at ? new Date(row.used_at) : undefined,

@@ -1,3 +1,4 @@
+import type { Acr } from '../logins/step-up.js';
 import type { Executor } from './database.js';
 
 /** A browser's sign-in at the hosted page (the OpenID Provider's session). */
@@ -5,6 +6,7 @@ export interface SignInSession {
   id: string;
   userId: string;
   amr: string[];
+  acr: Acr;
   authTime: number;
   /** The user's session_generation when it was made: it is over once the user's has moved on. */
   sessionGeneration: number;
@@ -24,6 +26,7 @@ export async function insertSignInSession(
       secret_hash: session.secretHash,
       user_id: session.userId,
       amr: JSON.stringify(session.amr),
+      acr: session.acr,
       auth_time: session.authTime,
       session_generation: session.sessionGeneration,
       created_at: session.createdAt.toISOString(),
@@ -51,6 +54,7 @@ export async function findLiveSignInSession(
       'sign_in_session.id',
       'sign_in_session.user_id',
       'sign_in_session.amr',
+      'sign_in_session.acr',
       'sign_in_session.auth_time',
       'sign_in_session.session_generation',
       'sign_in_session.created_at',
@@ -68,6 +72,7 @@ export async function findLiveSignInSession(
       id: row.id,
       userId: row.user_id,
       amr: JSON.parse(row.amr) as string[],
+      acr: row.acr as Acr,
       authTime: row.auth_time,
       sessionGeneration: row.session_generation,
       createdAt: new Date(row.created_at),

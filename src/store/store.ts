@@ -10,6 +10,7 @@ import * as mfaTokens from './mfa-tokens.js';
 import * as codes from './one-time-codes.js';
 import * as passkeySignIns from './passkey-sign-in-challenges.js';
 import * as refreshTokens from './refresh-tokens.js';
+import * as rememberedDevices from './remembered-devices.js';
 import * as revokedTokens from './revoked-tokens.js';
 import * as securityEvents from './security-events.js';
 import * as secrets from './service-secrets.js';
@@ -60,6 +61,7 @@ export interface Store {
   authorizationCodes: Bound<typeof authorizationCodes>;
   invites: Bound<typeof invites>;
   passkeySignIns: Bound<typeof passkeySignIns>;
+  rememberedDevices: Bound<typeof rememberedDevices>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -87,6 +89,7 @@ export function createStore(db: Executor): Store {
     authorizationCodes: bind(authorizationCodes, db),
     invites: bind(invites, db),
     passkeySignIns: bind(passkeySignIns, db),
+    rememberedDevices: bind(rememberedDevices, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

@@ -4,7 +4,7 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { type Clock, onceAnHour } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
-import type { LoginProof } from '../logins/step-up.js';
+import { acrOf, type LoginProof } from '../logins/step-up.js';
 import type { WebauthnFactor } from '../mfa/factors/webauthn.js';
 import type { TokenIssuer, TokenResponse } from '../oauth/token-issuer.js';
 import type { Store } from '../store/store.js';
@@ -105,6 +105,7 @@ export function createInviteRedemption({
         clientId: ACCOUNT_PAGE_CLIENT_ID,
         scope: '',
         amr,
+        acr: acrOf(amr),
         authTime: login.authTime,
         sessionId: login.sessionId,
       },
@@ -126,6 +127,7 @@ export function createInviteRedemption({
     return {
       userId: invite.userId,
       amr: [],
+      acr: 'aal1',
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionId: randomUUID(),
     };

@@ -170,7 +170,7 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
     const statuses = responses.map((response) => response.status);
     const judged = statuses.filter((status) => status === 400).length;
     assert.ok(judged >= 1 && judged <= 5, `statuses: ${statuses}`);
-    assert.equal(statuses.filter((status) => status === 429).length, 50 - judged);
+    assert.equal(statuses.filter((status) => status === 429).length, 50 - judged, `statuses: ${statuses}`);
   });
 
   test('of 20 simultaneous wrong codes spread over both nodes, at most 5 are judged (one guess budget)', async () => {

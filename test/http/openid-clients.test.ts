@@ -66,6 +66,7 @@ describe('registering clients (admin API)', () => {
     web_origins: ['https://app.example.com', 'http://localhost:3000'],
     id_token_signed_response_alg: 'ES256',
     mfa_policy: 'required',
+    remember_device_days: 30,
   };
 
   test('POST /admin/clients answers 201 with every field as given and a client_secret shown this once', async () => {
@@ -95,6 +96,7 @@ describe('registering clients (admin API)', () => {
       web_origins: [],
       id_token_signed_response_alg: 'RS256',
       mfa_policy: 'optional',
+      remember_device_days: 0,
     });
   });
 
@@ -248,6 +250,8 @@ describe('client metadata is checked (400 invalid_client_metadata naming the fie
       'token_endpoint_auth_method',
     ],
     ['an unknown mfa_policy', { mfa_policy: 'always' }, 'mfa_policy'],
+    ['a device remembered for more than a year', { remember_device_days: 400 }, 'remember_device_days'],
+    ['a negative number of days', { remember_device_days: -1 }, 'remember_device_days'],
     ['a web origin with a path', { web_origins: ['https://spa.example.com/app'] }, 'web_origins[0]'],
     ['a web origin with a trailing slash', { web_origins: ['https://spa.example.com/'] }, 'web_origins[0]'],
     ['an http web origin on another host', { web_origins: ['http://spa.example.com'] }, 'web_origins[0]'],

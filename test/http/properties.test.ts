@@ -114,6 +114,9 @@ const PASSWORD_CHANGE = endpoint('PUT', '/mfa/password/', 'access_token', {
 });
 const PASSWORD_REMOVE = endpoint('DELETE', '/mfa/password/', 'access_token');
 const PASSWORD_STATE = endpoint('GET', '/mfa/password/', 'access_token');
+const DEVICES = endpoint('GET', '/mfa/devices/', 'access_token');
+// Generated ids name no remembered device: 404.
+const FORGET_DEVICE = endpoint('DELETE', '/mfa/devices/:id/', 'access_token');
 const ADMIN_DELETE_CLIENT = endpoint('DELETE', '/admin/clients/:id', 'admin');
 const ADMIN_ROTATE_CLIENT_SECRET = endpoint('POST', '/admin/clients/:id/secret', 'admin');
 // The hosted sign-in's API: bound to a browser's cookie, which no generated request has (410).
@@ -171,6 +174,8 @@ const ENDPOINTS: readonly Endpoint[] = [
   PASSWORD_CHANGE,
   PASSWORD_REMOVE,
   PASSWORD_STATE,
+  DEVICES,
+  FORGET_DEVICE,
   ADMIN_INVITE,
   ADMIN_USERS,
   ADMIN_CLIENTS,

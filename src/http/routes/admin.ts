@@ -45,6 +45,7 @@ function toClientSettings(client: ClientSettingsRecord) {
     web_origins: client.webOrigins,
     id_token_signed_response_alg: client.idTokenSignedResponseAlg,
     mfa_policy: client.mfaPolicy,
+    remember_device_days: client.rememberDeviceDays,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { keyedHash } from '../../crypto/secrets.js';
 import { ServiceError } from '../../errors.js';
+import type { NewDevice } from '../../logins/remembered-devices.js';
 import type { SignInSessions } from '../../logins/sign-in-sessions.js';
 import type { SmsFactor } from '../../mfa/factors/sms.js';
 import type { TotpFactor } from '../../mfa/factors/totp.js';
@@ -118,7 +119,8 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
   }
 
   /** The answer's wire form; a redirect also sets the new sign-in session's cookie. */
-  function answer(reply: FastifyReply, result: SignInAnswer) {
+  function answer(reply: FastifyReply, result: SignInAnswer & { device?: NewDevice }) {
+    if (result.device) cookies.setDevice(reply, result.device.secret, result.device.expiresAt);
     if ('location' in result) {
       if (result.session) cookies.setSession(reply, result.session.secret, result.session.expiresAt);
       return { location: result.location };
@@ -132,6 +134,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       mfa_type: result.mfaType,
       mfa_types: result.mfaTypes,
       ...(result.webauthn === undefined ? {} : { webauthn: result.webauthn as Record<string, unknown> }),
+      ...(result.rememberDeviceDays === undefined ? {} : { remember_device_days: result.rememberDeviceDays }),
     };
   }
 
@@ -176,6 +179,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
         mfaCode: body.mfa_code,
         backupCode: body.backup_code,
         webauthnResponse: body.webauthn_response,
+        rememberDevice: body.remember_device,
       };
       return answer(
         reply,
