@@ -241,6 +241,51 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     assert.equal(new URL(page.url()).searchParams.get('error'), 'access_denied');
   });
 
+  test('“this device” ticked at the second step: the next sign-in in this browser asks for the password alone (acr aal2) until the account page forgets it', async () => {
+    const config = await registerApp({ name: 'Intranet', remember_device_days: 30 });
+    const code = () => {
+      service.clock.advance(30);
+      return app.generate({ timestamp: service.clock.now().getTime() });
+    };
+    const signInWithPassword = async () => {
+      await page.getByLabel('Username').fill('hanna');
+      await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
+      await button(page, 'Continue').click();
+    };
+    let signIn = await startAt(config, { prompt: 'login' });
+    await signInWithPassword();
+    await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
+    const remember = page.getByLabel("Don't ask for a second factor on this device for 30 days");
+    assert.equal(await remember.isChecked(), false, 'not ticked unless the person ticks it');
+    await remember.check();
+    await screenshots(page, 'hosted-remember-device');
+    await page.getByLabel('Code from the app').fill(code());
+    await page.keyboard.press('Enter');
+    assert.equal((await signIn.back()).claims()?.acr, 'aal2');
+
+    signIn = await startAt(config, { prompt: 'login' });
+    await signInWithPassword();
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
+    assert.equal(tokens.claims()?.acr, 'aal2');
+
+    // The account page lists the browser and forgets it.
+    await page.goto(`${stack.origin}/account/`);
+    await signInWithPassword();
+    await page.getByLabel('Code from the app').fill(code());
+    await button(page, 'Verify').click();
+    await page.getByRole('heading', { name: 'Remembered devices' }).waitFor();
+    await page.locator('#device-list').getByText('Chrome on Linux', { exact: true }).waitFor();
+    await screenshots(page, 'account-remembered-devices');
+    await page.getByRole('button', { name: 'Forget “Chrome on Linux”' }).click();
+    await notice(page, 'status', 'Chrome on Linux forgotten: it asks for your second factor again.');
+    assert.equal(await page.locator('#devices-panel').isHidden(), true);
+
+    await startAt(config, { prompt: 'login' });
+    await signInWithPassword();
+    await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
+  });
+
   test('no CSP violation, console error or script error in the whole journey', () => {
     assert.deepEqual(problems, []);
   });

@@ -3,6 +3,7 @@ import { ApiError } from '../shared/api-error.js';
 import { button, byId, el, grouped, whileBusy } from '../shared/dom.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
+import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
 import { describeError, type Step } from './messages.js';
 import { createPasswordPanel } from './password-panel.js';
 
@@ -77,12 +78,14 @@ export function createAccountView(api: Api, username: () => string) {
   }
 
   async function reload(): Promise<void> {
-    const [{ factors }, backup, password] = await Promise.all([
+    const [{ factors }, backup, password, { devices }] = await Promise.all([
       api.call<{ factors: Factor[] }>('GET', 'mfa/factors/'),
       backupState(),
       api.call<{ has_password: boolean }>('GET', 'mfa/password/'),
+      api.call<{ devices: RememberedDevice[] }>('GET', 'mfa/devices/'),
     ]);
     renderFactors(factors);
+    devicesPanel.render(devices);
     renderBackup(backup);
     passwordPanel.render(password.has_password, factors.filter((factor) => factor.type === 'webauthn').length);
   }
@@ -274,6 +277,7 @@ export function createAccountView(api: Api, username: () => string) {
   });
 
   const passwordPanel = createPasswordPanel(api, act, reload);
+  const devicesPanel = createDevicesPanel(api, act, reload);
 
   // Backup codes: shown once, downloadable, gone from the page when put away.
 

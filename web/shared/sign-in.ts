@@ -19,7 +19,14 @@ type Method = FactorType | 'backup';
 /** What the service answers a step: done, the second factor it asks for, or a factor to add first. */
 export type StepAnswer =
   | { kind: 'done' }
-  | { kind: 'second_factor'; mfaType: FactorType; mfaTypes: FactorType[]; webauthn?: Record<string, unknown> }
+  | {
+      kind: 'second_factor';
+      mfaType: FactorType;
+      mfaTypes: FactorType[];
+      webauthn?: Record<string, unknown>;
+      /** The app lets this browser skip the step for so many days, if the person ticks the box (CONTRACT §19). */
+      rememberDeviceDays?: number;
+    }
   | { kind: 'enrol'; factorTypes: FactorType[] };
 
 /** The second step's fields, as the token endpoint and the hosted sign-in's API both name them. */
@@ -28,6 +35,8 @@ export interface SecondFactorFields {
   mfa_code?: string;
   backup_code?: string;
   webauthn_response?: unknown;
+  /** "Don't ask for a second factor on this device": sent by the hosted sign-in only. */
+  remember_device?: boolean;
 }
 
 /** Where the steps go. */
@@ -104,6 +113,9 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   const passwordInput = byId<HTMLInputElement>('password');
   const cancelSignIn = byId<HTMLButtonElement>('sign-in-cancel');
   const factorForm = byId<HTMLFormElement>('factor-form');
+  const rememberField = byId('remember-field');
+  const rememberBox = byId<HTMLInputElement>('remember-device');
+  const rememberLabel = byId('remember-label');
   const factorTitle = byId('factor-title');
   const factorPrompt = byId('factor-prompt');
   const codeField = byId('code-field');
@@ -229,6 +241,10 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     attempt.method = answer.mfaType;
     attempt.webauthnOptions = answer.webauthn;
     attempt.didSmsFail = false;
+    const days = answer.rememberDeviceDays;
+    rememberField.hidden = days === undefined;
+    rememberBox.checked = false;
+    rememberLabel.textContent = `Don't ask for a second factor on this device for ${days === 1 ? '1 day' : `${days} days`}`;
     showFactorForm();
     if (answer.mfaType === 'sms') say('We sent a code to your phone by SMS.', section);
   }
@@ -376,11 +392,11 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
           const assertion = await startAuthentication({
             optionsJSON: options as unknown as PublicKeyCredentialRequestOptionsJSON,
           });
-          answer = await backend.secondFactor({ mfa_type: 'webauthn', webauthn_response: assertion });
+          answer = await backend.secondFactor({ mfa_type: 'webauthn', webauthn_response: assertion, ...remember() });
         } else if (method === 'backup') {
-          answer = await backend.secondFactor({ backup_code: code });
+          answer = await backend.secondFactor({ backup_code: code, ...remember() });
         } else {
-          answer = await backend.secondFactor({ mfa_type: method, mfa_code: code });
+          answer = await backend.secondFactor({ mfa_type: method, mfa_code: code, ...remember() });
         }
         follow(answer, current.username);
       } catch (error) {
@@ -390,6 +406,11 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       }
     });
   });
+
+  /** The box, when offered and ticked. */
+  function remember(): { remember_device?: true } {
+    return !rememberField.hidden && rememberBox.checked ? { remember_device: true } : {};
+  }
 
   resend.addEventListener('click', () => void choose('sms'));
 

@@ -16,6 +16,7 @@ interface SignInAnswer {
   mfa_types?: FactorType[];
   webauthn?: Record<string, unknown>;
   factor_types?: FactorType[];
+  remember_device_days?: number;
   location?: string;
 }
 
@@ -80,6 +81,7 @@ function toStep(answer: SignInAnswer): StepAnswer {
       mfaType: answer.mfa_type,
       mfaTypes: answer.mfa_types ?? [answer.mfa_type],
       webauthn: answer.webauthn,
+      rememberDeviceDays: answer.remember_device_days,
     };
   }
   throw new Error(`the sign-in answered an unknown step: ${answer.step}`);
