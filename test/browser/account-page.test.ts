@@ -353,6 +353,15 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await page.keyboard.press('Enter');
     await notice(page, 'alert', 'That phone number cannot be used: it is not a possible number for its country.');
     await screenshots(page, 'impossible-phone-number', SCRATCH_DIR);
+    // The service's refusal is the input's: marked invalid, tied to the message, focused.
+    assert.equal(await focusedId(), 'sms-phone');
+    assert.equal(await page.locator('#sms-phone').getAttribute('aria-invalid'), 'true');
+    const describedBy = (await page.locator('#sms-phone').getAttribute('aria-describedby')) ?? '';
+    const messageId = describedBy.split(' ').find((id) => id !== 'sms-phone-hint') ?? '';
+    assert.match(
+      (await page.locator(`[id="${messageId}"]`).textContent()) ?? '',
+      /it is not a possible number for its country/,
+    );
     await page
       .locator('#sms-phone')
       .fill(`+${phone.slice(0, 1)} ${phone.slice(1, 4)} ${phone.slice(4, 7)} ${phone.slice(7)}`);
@@ -363,6 +372,8 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await page.keyboard.type(code === '000000' ? '111111' : '000000');
     await page.keyboard.press('Enter');
     await notice(page, 'alert', 'That code is wrong, expired or already used.');
+    assert.equal(await focusedId(), 'sms-code', 'the focus stays on the code');
+    assert.equal(await page.locator('#sms-phone').getAttribute('aria-invalid'), null, 'the number is fine now');
     await button(page, 'Send a new code').click();
     await notice(page, 'alert', /A code was sent moments ago\. You can ask for another in \d+ seconds/);
     await page.locator('#sms-code').fill(code);
@@ -370,6 +381,10 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await notice(page, 'status', `Phone +${phone} added.`);
     await factorItem('SMS')
       .locator('.factor-type', { hasText: `ending ${phone.slice(-4)}` })
+      .waitFor(); // One phone per account: adding another is not offered, and the page says what to do instead.
+    assert.equal(await button(page, 'Add a phone for SMS codes').isHidden(), true);
+    await page
+      .getByText(`You already have a phone (ending ${phone.slice(-4)}). Remove it to add another number.`)
       .waitFor();
   });
 

@@ -1,7 +1,7 @@
 import { createFactorAdding, FACTOR_NAME } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
 import { button, byId, el, grouped, whileBusy } from '../shared/dom.js';
-import { clearNotices, say, warn } from '../shared/notices.js';
+import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
 import { describeError, type Step } from './messages.js';
@@ -39,6 +39,7 @@ export function createAccountView(api: Api, username: () => string) {
   const backupCreate = byId<HTMLButtonElement>('backup-create');
   const backupBox = byId('backup-codes-box');
   const backupList = byId('backup-codes');
+  const phoneHeld = byId('phone-held');
   let backupCodes: string[] = [];
 
   const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
@@ -55,7 +56,7 @@ export function createAccountView(api: Api, username: () => string) {
           if (api.isSignedIn) warn('Nothing was changed: that change needs you to confirm it is you.', container);
           return;
         }
-        warn(describeError(error, step), container ?? section);
+        warn(describeError(error, step), placeOf(error, container ?? section));
         if (error instanceof ApiError && error.code === 'not_found') await reload();
       }
     });
@@ -110,6 +111,13 @@ export function createAccountView(api: Api, username: () => string) {
     // The default first: it is what signing in asks for.
     const ordered = [...factors].sort((a, b) => Number(b.is_default) - Number(a.is_default));
     list.replaceChildren(...ordered.map((factor) => renderFactor(factor, factors.length === 1)));
+    // One phone per account: the way to another number is removing this one.
+    const phone = factors.find((factor) => factor.type === 'sms');
+    adding.offer(phone ? ['webauthn', 'totp'] : ['webauthn', 'totp', 'sms']);
+    phoneHeld.hidden = !phone;
+    phoneHeld.textContent = phone
+      ? `You already have a phone${phone.phone_number ? ` (ending ${phone.phone_number.slice(-4)})` : ''}. Remove it to add another number.`
+      : '';
   }
 
   function renderFactor(factor: Factor, isOnlyOne: boolean): HTMLLIElement {

@@ -10,7 +10,7 @@ import { generate } from 'lean-qr';
 import { toSvg } from 'lean-qr/extras/svg';
 import { byId, digitsOf, grouped } from './dom.js';
 import type { EnrolmentStep } from './messages.js';
-import { clearNotices, say, warn } from './notices.js';
+import { about, clearNotices, say, warn } from './notices.js';
 import type { FactorType } from './sign-in.js';
 
 /** As the service checks it (FACTOR_NAME_PATTERN): 1 to 64 characters, none of them a control character. */
@@ -136,18 +136,10 @@ export function createFactorAdding(host: FactorAddingHost) {
       const code = digitsOf(input.value);
       if (!/^\d{6}$/.test(code)) {
         warn('Enter the 6 digits of the code.', input);
-        input.focus();
         return;
       }
       void host.act('enrol_code', form, async () => {
-        let answer: unknown;
-        try {
-          answer = await host.enrol(path, { mfa_code: code });
-        } catch (error) {
-          input.value = '';
-          input.focus();
-          throw error;
-        }
+        const answer = await about(input, () => host.enrol(path, { mfa_code: code }));
         await finishAdding(added(), answer);
       });
     });
@@ -178,7 +170,7 @@ export function createFactorAdding(host: FactorAddingHost) {
       return;
     }
     void host.act('phone', forms.smsStart, async () => {
-      await sendSmsCode(phone);
+      await about(input, () => sendSmsCode(phone));
       forms.smsStart.hidden = true;
       forms.smsVerify.hidden = false;
       say(`Code sent to +${phone}.`, forms.smsVerify);

@@ -28,6 +28,8 @@ export function button(text: string, context: string, className = 'secondary'): 
 /** Disables every button of `container` while `action` runs, so that nothing is sent twice. */
 export async function whileBusy(container: HTMLElement | undefined, action: () => Promise<void>): Promise<void> {
   const buttons = container ? [...container.querySelectorAll('button')].filter((found) => !found.disabled) : [];
+  // Disabling the button that has the focus drops it to <body>: it goes back there afterwards.
+  const focused = document.activeElement;
   for (const found of buttons) found.disabled = true;
   container?.setAttribute('aria-busy', 'true');
   try {
@@ -35,6 +37,10 @@ export async function whileBusy(container: HTMLElement | undefined, action: () =
   } finally {
     for (const found of buttons) found.disabled = false;
     container?.removeAttribute('aria-busy');
+    const isFocusLost = document.activeElement === null || document.activeElement === document.body;
+    if (isFocusLost && focused instanceof HTMLElement && focused.isConnected && !focused.closest('[hidden]')) {
+      focused.focus();
+    }
   }
 }
 

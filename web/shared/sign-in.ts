@@ -353,9 +353,8 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
           return;
         }
         attempt = undefined;
-        warn(describeError(error, 'password'), section);
+        warn(describeError(error, 'password'), passwordInput);
         passwordInput.select();
-        passwordInput.focus();
       }
     });
   });
@@ -367,13 +366,11 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     const method = current.method;
     const code = digitsOf(codeInput.value);
     if (method === 'backup' && !/^\d{12}$/.test(code)) {
-      warn('A backup code has 12 digits.', section);
-      codeInput.focus();
+      warn('A backup code has 12 digits.', codeInput);
       return;
     }
     if ((method === 'sms' || method === 'totp') && !/^\d{6}$/.test(code)) {
-      warn('Enter the 6 digits of the code.', section);
-      codeInput.focus();
+      warn('Enter the 6 digits of the code.', codeInput);
       return;
     }
     const step: SignInStep = method === 'webauthn' ? 'passkey' : method === 'backup' ? 'backup_code' : 'code';
@@ -400,9 +397,9 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
         }
         follow(answer, current.username);
       } catch (error) {
-        warn(describeError(error, step), section);
-        codeInput.value = '';
-        if (!codeField.hidden) codeInput.focus();
+        // The code stays, selected, so that a typo is mended rather than typed again.
+        warn(describeError(error, step), codeField.hidden ? section : codeInput);
+        if (!codeField.hidden) codeInput.select();
       }
     });
   });

@@ -5,7 +5,7 @@ import { createFactorAdding } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
 import { byId, whileBusy } from '../shared/dom.js';
 import { describeError, type EnrolmentStep } from '../shared/messages.js';
-import { clearNotices, say, warn } from '../shared/notices.js';
+import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
 import { createSignIn, type FactorType, type StepAnswer } from '../shared/sign-in.js';
 
 /** What the sign-in's API answers: the next step, or where the browser goes now. */
@@ -136,7 +136,7 @@ const adding = createFactorAdding({
       try {
         await action();
       } catch (error) {
-        warn(describeError(error, step), container ?? enrol);
+        warn(describeError(error, step), placeOf(error, container ?? enrol));
       }
     });
   },
