@@ -3,6 +3,9 @@
 import { parsePhoneNumberWithError } from 'libphonenumber-js/max';
 import { ServiceError } from '../errors.js';
 
+/** The examples every message and hint about phone numbers gives: numbers libphonenumber calls valid. */
+export const PHONE_NUMBER_EXAMPLES = '"14155552671" for a US number or "447400123456" for a UK one';
+
 /**
  * What an SMS destination may be refused for: libphonenumber's line types, and NON_GEOGRAPHIC for
  * the numbers of no country (satellite and international networks: +800, +808, +870, +881, +882,
@@ -68,7 +71,10 @@ export interface PhoneNumber {
  */
 export function parsePhoneNumber(digits: string): PhoneNumber {
   if (!/^[0-9]{7,15}$/.test(digits)) {
-    throw new ServiceError('invalid_request', 'phone_number must be 7 to 15 digits, country code first');
+    throw new ServiceError(
+      'invalid_request',
+      `phone_number must be 7 to 15 digits, country code first, e.g. ${PHONE_NUMBER_EXAMPLES}`,
+    );
   }
   try {
     const parsed = parsePhoneNumberWithError(`+${digits}`);

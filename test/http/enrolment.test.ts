@@ -107,7 +107,7 @@ describe('PUT /mfa/sms/request/', () => {
       const body = await expectStatus(requestCode(token, phone), 400);
       assert.equal(
         body.error_description,
-        'phone_number: expected a string of 7 to 15 digits, country code first, without + or spaces, e.g. "14155552671"',
+        'phone_number: expected a string of 7 to 15 digits, country code first, without + or spaces, e.g. "14155552671" for a US number or "447400123456" for a UK one',
       );
       assert.doesNotMatch(body.error_description, /pattern|\^/);
     }

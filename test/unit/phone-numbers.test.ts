@@ -5,6 +5,7 @@ import {
   BLOCKABLE_LINE_TYPES,
   countryKeyOf,
   DEFAULT_BLOCKED_LINE_TYPES,
+  PHONE_NUMBER_EXAMPLES,
   parsePhoneNumber,
   parseSmsDestination,
   rangeOf,
@@ -23,6 +24,16 @@ const invalidRequest = refusedAs('invalid_request');
 const invalidNumber = refusedAs('invalid_phone_number');
 
 describe('parsePhoneNumber', () => {
+  test('the examples the messages give are valid numbers of the countries they are given for', () => {
+    const examples = [...PHONE_NUMBER_EXAMPLES.matchAll(/"([0-9]+)" for a (US|UK) (?:number|one)/g)];
+    assert.equal(examples.length, 2, PHONE_NUMBER_EXAMPLES);
+    for (const [, digits = '', country] of examples) {
+      const parsed = parseSmsDestination(digits, DEFAULT_BLOCKED_LINE_TYPES);
+      assert.equal(parsed.isValid, true, digits);
+      assert.equal(parsed.country, country === 'UK' ? 'GB' : country, digits);
+    }
+  });
+
   test('accepts US, GB, FR and DE numbers and answers their E.164 form and country', () => {
     const cases = [
       { digits: '14155552671', country: 'US' },
