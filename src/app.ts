@@ -128,6 +128,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       'SECRET_KEY is not set: code hashes are keyed, and signing keys kept, in the database alone; set it in production',
     );
   }
+  if (!config.adminToken) {
+    rootLogger.info(
+      'ADMIN_TOKEN is not set: the admin API is off (every /admin/ call answers 401); set it to use the API, or use the admin command line',
+    );
+  }
   const hashSecret = await store.secrets.findServiceSecret(config.secretKey, clock.now());
   const codeKey = deriveKey(hashSecret, 'one-time-code-hash');
   const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
