@@ -77,7 +77,7 @@ const COMMANDS: Record<string, Command> = {
         print(`created user ${user.username} (${user.id}) without a password\ninvite_url=${invite.url}`);
         return;
       }
-      const password = firstLine(await readStandardInput());
+      const password = await readPassword();
       const user = await accounts.createUser(username, password);
       print(`created user ${user.username} (${user.id})`);
     },
@@ -362,19 +362,35 @@ function print(text: string) {
   process.stdout.write(`${text}\n`);
 }
 
-/** The first line, without its line ending: what the help promises `create-user` reads. */
-function firstLine(text: string): string {
-  return text.split(/\r?\n/, 1)[0] ?? '';
-}
-
-async function readStandardInput(): Promise<string> {
-  if (process.stdin.isTTY) process.stderr.write('password (input is shown; prefer a pipe): ');
-  let text = '';
-  for await (const chunk of process.stdin) {
-    text += chunk;
-    if (process.stdin.isTTY && text.includes('\n')) break;
+/**
+ * The password: the first line of standard input, without its line ending. From a terminal it is
+ * typed after a prompt and not shown (the terminal's echo is off while it is read).
+ */
+async function readPassword(): Promise<string> {
+  const stdin = process.stdin;
+  if (!stdin.isTTY) {
+    let text = '';
+    for await (const chunk of stdin) text += chunk;
+    return text.split(/\r?\n/, 1)[0] ?? '';
   }
-  return text;
+  process.stderr.write('password (not shown): ');
+  // Raw mode: no echo, and each key arrives as typed, so Enter, Backspace and Ctrl-C are ours to handle.
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  let password = '';
+  try {
+    for await (const chunk of stdin) {
+      for (const key of chunk as string) {
+        if (key === '\r' || key === '\n' || key === '\u0004') return password;
+        if (key === '\u0003') throw new ServiceError('invalid_request', 'cancelled; no user was created');
+        password = key === '\u007f' || key === '\b' ? password.slice(0, -1) : password + key;
+      }
+    }
+    return password;
+  } finally {
+    stdin.setRawMode(false);
+    process.stderr.write('\n');
+  }
 }
 
 /** The list fields of a client's metadata: given comma-separated on the command line. */
