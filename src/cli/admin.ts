@@ -298,24 +298,25 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
   'sms-status': {
     usage: 'sms-status',
     summary: 'show the enrolment SMS budgets, by country, and the countries paused',
-    help: 'One line per country with enrolment SMS in the last 7 days, a budget of its own or a pause:\nsent this clock hour and its budget, its hourly average over the 7 days before, the count\nthat would pause it, and its state. Then the settings every country shares.',
+    help: 'One line per country with enrolment SMS in the last 7 days, a budget of its own or a pause:\nsent this clock hour and its hourly budget, its hourly average over the 7 days before, the\ncount above which it pauses, and its state. Then the settings every country shares.',
     arity: 0,
     async run(_args, { countries, smsLimits }) {
       const rows = await countries.listCountries();
       const { perCountryPerHour, perRangePerHour, anomaly } = smsLimits;
+      const table = [
+        ['country', 'sent this hour', 'hourly budget', 'hourly average, 7 days', 'pauses above', 'state'],
+        ...rows.map((row) => [
+          row.country,
+          String(row.sentThisHour),
+          String(row.hourlyLimit),
+          row.averagePerHour.toFixed(1),
+          String(row.pauseThreshold),
+          stateOf(row),
+        ]),
+      ];
       print(
         [
-          'country\tsent this hour\tbudget\t7-day average per hour\tpauses past\tstate',
-          ...rows.map((row) =>
-            [
-              row.country,
-              row.sentThisHour,
-              row.hourlyLimit,
-              row.averagePerHour.toFixed(1),
-              row.pauseThreshold,
-              stateOf(row),
-            ].join('\t'),
-          ),
+          alignColumns(table),
           '',
           `budget per country: ${perCountryPerHour.default} an hour, unless set above (SMS_COUNTRY_HOURLY_LIMIT)`,
           `budget per number range (all digits but the last 2): ${perRangePerHour} an hour (SMS_RANGE_HOURLY_LIMIT)`,
@@ -338,6 +339,19 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
     },
   },
 };
+
+/** Rows as a table for people: each column as wide as its widest cell, two spaces between them. */
+function alignColumns(rows: string[][]): string {
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
 
 /** A country's state as sms-status prints it. */
 function stateOf(row: CountryStatus): string {
