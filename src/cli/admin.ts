@@ -96,7 +96,7 @@ const COMMANDS: Record<string, Command> = {
   'create-client': {
     usage: 'create-client <name> [field=value …]',
     summary: 'register an OAuth client; prints its settings and its secret once',
-    help: `Fields (CONTRACT §18), lists comma-separated:
+    help: `Fields, lists comma-separated:
   redirect_uris=https://app.example.com/callback,http://127.0.0.1/callback
   post_logout_redirect_uris=https://app.example.com/
   token_endpoint_auth_method=client_secret_basic|client_secret_post|none   (none: a public client, no secret)
