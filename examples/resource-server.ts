@@ -26,9 +26,13 @@ export function createResourceServer({ issuer, jwksUri }: { issuer: string; jwks
     const policy = ROUTES[request.url ?? ''];
     if (!policy) return send(response, 404, { error: 'not_found' });
     const token = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
+    if (!token) {
+      // RFC 6750 §3.1: a request without credentials gets the challenge alone, no error code.
+      response.setHeader('www-authenticate', 'Bearer');
+      return send(response, 401, { error_description: 'send an access token: Authorization: Bearer <token>' });
+    }
     let claims: { sub?: string; acr?: unknown; auth_time?: unknown };
     try {
-      if (!token) throw new Error('no token');
       ({ payload: claims } = await jwtVerify(token, keys, { issuer, audience: issuer, typ: 'at+jwt' }));
     } catch {
       response.setHeader('www-authenticate', 'Bearer error="invalid_token"');

@@ -14,6 +14,7 @@ import { createRequireAccessToken, createRequireAdmin, createRequireMetricsToken
 import { createCookies } from './http/cookies.js';
 import { registerCors } from './http/cors.js';
 import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
+import { registerJsonBodies } from './http/json-body.js';
 import { createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { deviceRoutes } from './http/routes/devices.js';
@@ -128,6 +129,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   if (!config.secretKey) {
     rootLogger.warn(
       'SECRET_KEY is not set: code hashes are keyed, and signing keys kept, in the database alone; set it in production',
+    );
+  }
+  if (!config.adminToken) {
+    rootLogger.info(
+      'ADMIN_TOKEN is not set: the admin API is off (every /admin/ call answers 401); set it to use the API, or use the admin command line',
     );
   }
   const hashSecret = await store.secrets.findServiceSecret(config.secretKey, clock.now());
@@ -300,6 +306,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   writeAnswersPerTurn(app);
   // Only JSON (and forms, on the OAuth endpoints) are bodies here; anything else is a 415.
   app.removeContentTypeParser('text/plain');
+  registerJsonBodies(app);
   // The one line a request, on every request: written by a logger without the redaction pass, which
   // costs each field of each line a call and holds nothing this line could carry. The line holds
   // only what is set here (the request's id, its method, its route template, its status, the error

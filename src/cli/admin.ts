@@ -77,7 +77,7 @@ const COMMANDS: Record<string, Command> = {
         print(`created user ${user.username} (${user.id}) without a password\ninvite_url=${invite.url}`);
         return;
       }
-      const password = firstLine(await readStandardInput());
+      const password = await readPassword();
       const user = await accounts.createUser(username, password);
       print(`created user ${user.username} (${user.id})`);
     },
@@ -96,7 +96,7 @@ const COMMANDS: Record<string, Command> = {
   'create-client': {
     usage: 'create-client <name> [field=value …]',
     summary: 'register an OAuth client; prints its settings and its secret once',
-    help: `Fields (CONTRACT §18), lists comma-separated:
+    help: `Fields, lists comma-separated:
   redirect_uris=https://app.example.com/callback,http://127.0.0.1/callback
   post_logout_redirect_uris=https://app.example.com/
   token_endpoint_auth_method=client_secret_basic|client_secret_post|none   (none: a public client, no secret)
@@ -299,24 +299,25 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
   'sms-status': {
     usage: 'sms-status',
     summary: 'show the enrolment SMS budgets, by country, and the countries paused',
-    help: 'One line per country with enrolment SMS in the last 7 days, a budget of its own or a pause:\nsent this clock hour and its budget, its hourly average over the 7 days before, the count\nthat would pause it, and its state. Then the settings every country shares.',
+    help: 'One line per country with enrolment SMS in the last 7 days, a budget of its own or a pause:\nsent this clock hour and its hourly budget, its hourly average over the 7 days before, the\ncount above which it pauses, and its state. Then the settings every country shares.',
     arity: 0,
     async run(_args, { countries, smsLimits }) {
       const rows = await countries.listCountries();
       const { perCountryPerHour, perRangePerHour, anomaly } = smsLimits;
+      const table = [
+        ['country', 'sent this hour', 'hourly budget', 'hourly average, 7 days', 'pauses above', 'state'],
+        ...rows.map((row) => [
+          row.country,
+          String(row.sentThisHour),
+          String(row.hourlyLimit),
+          row.averagePerHour.toFixed(1),
+          String(row.pauseThreshold),
+          stateOf(row),
+        ]),
+      ];
       print(
         [
-          'country\tsent this hour\tbudget\t7-day average per hour\tpauses past\tstate',
-          ...rows.map((row) =>
-            [
-              row.country,
-              row.sentThisHour,
-              row.hourlyLimit,
-              row.averagePerHour.toFixed(1),
-              row.pauseThreshold,
-              stateOf(row),
-            ].join('\t'),
-          ),
+          alignColumns(table),
           '',
           `budget per country: ${perCountryPerHour.default} an hour, unless set above (SMS_COUNTRY_HOURLY_LIMIT)`,
           `budget per number range (all digits but the last 2): ${perRangePerHour} an hour (SMS_RANGE_HOURLY_LIMIT)`,
@@ -339,6 +340,19 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
     },
   },
 };
+
+/** Rows as a table for people: each column as wide as its widest cell, two spaces between them. */
+function alignColumns(rows: string[][]): string {
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
 
 /** A country's state as sms-status prints it. */
 function stateOf(row: CountryStatus): string {
@@ -363,19 +377,35 @@ function print(text: string) {
   process.stdout.write(`${text}\n`);
 }
 
-/** The first line, without its line ending: what the help promises `create-user` reads. */
-function firstLine(text: string): string {
-  return text.split(/\r?\n/, 1)[0] ?? '';
-}
-
-async function readStandardInput(): Promise<string> {
-  if (process.stdin.isTTY) process.stderr.write('password (input is shown; prefer a pipe): ');
-  let text = '';
-  for await (const chunk of process.stdin) {
-    text += chunk;
-    if (process.stdin.isTTY && text.includes('\n')) break;
+/**
+ * The password: the first line of standard input, without its line ending. From a terminal it is
+ * typed after a prompt and not shown (the terminal's echo is off while it is read).
+ */
+async function readPassword(): Promise<string> {
+  const stdin = process.stdin;
+  if (!stdin.isTTY) {
+    let text = '';
+    for await (const chunk of stdin) text += chunk;
+    return text.split(/\r?\n/, 1)[0] ?? '';
   }
-  return text;
+  process.stderr.write('password (not shown): ');
+  // Raw mode: no echo, and each key arrives as typed, so Enter, Backspace and Ctrl-C are ours to handle.
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  let password = '';
+  try {
+    for await (const chunk of stdin) {
+      for (const key of chunk as string) {
+        if (key === '\r' || key === '\n' || key === '\u0004') return password;
+        if (key === '\u0003') throw new ServiceError('invalid_request', 'cancelled; no user was created');
+        password = key === '\u007f' || key === '\b' ? password.slice(0, -1) : password + key;
+      }
+    }
+    return password;
+  } finally {
+    stdin.setRawMode(false);
+    process.stderr.write('\n');
+  }
 }
 
 /** The list fields of a client's metadata: given comma-separated on the command line. */

@@ -34,6 +34,14 @@ export function bearerTokenOf(request: FastifyRequest): string {
 
 /** onRequest guard for /admin/: `Bearer $ADMIN_TOKEN`, compared in constant time; no token configured means 401. */
 export function createRequireAdmin(adminToken: string | undefined) {
+  if (adminToken === undefined) {
+    return async function adminApiOff(): Promise<void> {
+      throw new ServiceError(
+        'invalid_token',
+        'the admin API is off: this server has no ADMIN_TOKEN configured; start it with ADMIN_TOKEN set (16 or more characters), or use the admin command line',
+      );
+    };
+  }
   return createRequireSharedSecret(adminToken, 'the admin API needs Authorization: Bearer <ADMIN_TOKEN>');
 }
 
@@ -43,10 +51,10 @@ export function createRequireMetricsToken(metricsToken: string | undefined) {
   return createRequireSharedSecret(metricsToken, 'metrics need Authorization: Bearer <METRICS_TOKEN>');
 }
 
-function createRequireSharedSecret(secret: string | undefined, description: string) {
+function createRequireSharedSecret(secret: string, description: string) {
   return async function requireSharedSecret(request: FastifyRequest): Promise<void> {
     const token = credentialsFor(request, 'Bearer');
-    if (secret === undefined || token === undefined || !safeEqual(token, secret)) {
+    if (token === undefined || !safeEqual(token, secret)) {
       throw new ServiceError('invalid_token', description);
     }
   };

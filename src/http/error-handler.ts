@@ -203,13 +203,40 @@ export function registerErrorHandling(app: FastifyInstance): void {
 
 /**
  * What a schema failure tells the caller: the field and what to send instead, from the field's
- * schema description when it has one ("phone_number: expected a string of 7 to 15 digits, …"),
- * else Ajv's words ("body must have required property 'mfa_code'").
+ * schema description when it has one ("phone_number: expected a string of 7 to 15 digits, …"); a
+ * missing field with the unknown ones sent beside it, which are often it misspelt
+ * ("phone_number: required; got an unknown field "phone""); else Ajv's words.
  */
 function describeValidationError(error: FastifyError): string {
   const [first] = error.validation ?? [];
-  // Ajv adds the failing schema to its errors in verbose mode (app.ts).
-  const description = (first as { parentSchema?: { description?: unknown } } | undefined)?.parentSchema?.description;
-  if (!first || typeof description !== 'string' || first.instancePath === '') return error.message;
-  return `${first.instancePath.slice(1).replaceAll('/', '.')}: expected ${description}`;
+  if (!first) return error.message;
+  // Ajv adds the failing schema and the data it judged to its errors in verbose mode (app.ts).
+  const { parentSchema, data } = first as { parentSchema?: JsonSchema; data?: unknown };
+  const at = first.instancePath.slice(1).replaceAll('/', '.');
+  const field = (name: unknown) => (at ? `${at}.${String(name)}` : String(name));
+  if (first.keyword === 'required') {
+    const unknown = unknownFields(data, parentSchema);
+    const got = unknown.length === 1 ? 'an unknown field' : 'unknown fields';
+    const also = unknown.length > 0 ? `; got ${got} ${unknown.map((name) => `"${name}"`).join(', ')}` : '';
+    return `${field(first.params.missingProperty)}: required${also}`;
+  }
+  if (first.keyword === 'additionalProperties') {
+    const known = Object.keys(parentSchema?.properties ?? {}).join(', ');
+    return `${field(first.params.additionalProperty)}: unknown field; the fields are ${known}`;
+  }
+  const description = parentSchema?.description;
+  if (typeof description !== 'string' || at === '') return error.message;
+  return `${at}: expected ${description}`;
+}
+
+interface JsonSchema {
+  description?: unknown;
+  properties?: Record<string, unknown>;
+}
+
+/** The keys of `data` that `schema`, an object schema, does not name. */
+function unknownFields(data: unknown, schema: JsonSchema | undefined): string[] {
+  if (typeof data !== 'object' || data === null || !schema?.properties) return [];
+  const known = schema.properties;
+  return Object.keys(data).filter((key) => !Object.hasOwn(known, key));
 }

@@ -2,6 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import type { MfaStatus as MfaStatusRecord } from '../mfa/enrolment.js';
 import { FACTOR_NAME_PATTERN, FACTOR_TYPES, toFactorType } from '../mfa/factors/factor.js';
 import { type PasskeyDetails, passkeyDetails } from '../mfa/factors/webauthn.js';
+import { PHONE_NUMBER_EXAMPLES } from '../mfa/phone-numbers.js';
 import type { TokenResponse as TokenResponseRecord } from '../oauth/token-issuer.js';
 import type { Factor } from '../store/mfa-factors.js';
 import { PASSWORD_LENGTH, USERNAME_PATTERN } from '../users/accounts.js';
@@ -80,7 +81,7 @@ export const TotpEnrolment = Type.Object({
 export const SmsRequestBody = Type.Object({
   phone_number: Type.String({
     pattern: '^[0-9]{7,15}$',
-    description: 'a string of 7 to 15 digits, country code first, without + or spaces, e.g. "14155552671"',
+    description: `a string of 7 to 15 digits, country code first, without + or spaces, e.g. ${PHONE_NUMBER_EXAMPLES}`,
   }),
 });
 

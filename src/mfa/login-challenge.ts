@@ -27,7 +27,11 @@ export interface SecondStep {
   webauthnResponse?: Record<string, unknown>;
   /** RFC 9470 §4 `acr_values`, in order of preference. */
   acrValues?: readonly string[];
+  /** The fields the codes came in, for the answers to name: the password grant's unless given. */
+  fieldNames?: { code: string; backupCode: string };
 }
+
+const PASSWORD_GRANT_FIELDS = { code: 'mfa_code', backupCode: 'backup_code' };
 
 export type LoginDecision =
   | { amr: string[]; factorType?: FactorType | 'backup' }
@@ -101,7 +105,10 @@ export function createLoginChallenge({ store, factors, backupCodes, guesses, aud
       const isSpent = await guesses.judgeGuess(user.id, context, () =>
         backupCodes.spendBackupCode(user.id, backupCode, context),
       );
-      if (!isSpent) throw new ServiceError('invalid_grant', 'backup_code: the code is wrong or already used');
+      if (!isSpent) {
+        const field = (step.fieldNames ?? PASSWORD_GRANT_FIELDS).backupCode;
+        throw new ServiceError('invalid_grant', `${field}: the code is wrong or already used`);
+      }
       return { amr: ['pwd', 'backup'], factorType: 'backup' };
     }
 
@@ -195,7 +202,9 @@ export function requireOneProofAtMost(step: SecondStep): void {
 /** The second-factor proof a request carries, with its kind and the field it came in. */
 function proofOf(step: SecondStep): { kind: ProofKind; value: Proof; field: string } | undefined {
   requireOneProofAtMost(step);
-  if (step.mfaCode !== undefined) return { kind: 'code', value: step.mfaCode, field: 'mfa_code' };
+  if (step.mfaCode !== undefined) {
+    return { kind: 'code', value: step.mfaCode, field: (step.fieldNames ?? PASSWORD_GRANT_FIELDS).code };
+  }
   if (step.webauthnResponse !== undefined) {
     return { kind: 'webauthn', value: step.webauthnResponse, field: 'webauthn_response' };
   }

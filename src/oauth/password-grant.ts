@@ -140,7 +140,12 @@ export function createPasswordGrant({
       if (!user) throw new ServiceError('invalid_grant', 'the user of this mfa_token no longer exists');
       const decision = await loginChallenge.decide(
         user,
-        { mfaCode: request.otp, backupCode: request.recoveryCode, acrValues: [pending.requiredAcr] },
+        {
+          mfaCode: request.otp,
+          backupCode: request.recoveryCode,
+          acrValues: [pending.requiredAcr],
+          fieldNames: { code: 'otp', backupCode: 'recovery_code' },
+        },
         context,
       );
       if (!('amr' in decision))

@@ -77,8 +77,12 @@ export async function checkDestination(url: string, allowPrivate: boolean): Prom
   const refuse = (reason: string) => new ServiceError('webhook_url_refused', reason);
   if (!URL.canParse(url)) throw refuse('url: expected an absolute https URL, e.g. https://hooks.example.com/mfa');
   const parsed = new URL(url);
-  const schemes = allowPrivate ? ['https:', 'http:'] : ['https:'];
-  if (!schemes.includes(parsed.protocol)) {
+  if (parsed.protocol === 'http:' && !allowPrivate) {
+    throw refuse(
+      'url: expected an https URL, e.g. https://hooks.example.com/mfa (http is allowed only when the server runs with WEBHOOK_ALLOW_PRIVATE=true)',
+    );
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
     throw refuse(`url: expected an https URL, e.g. https://hooks.example.com/mfa (not ${parsed.protocol})`);
   }
   if (parsed.username || parsed.password) {

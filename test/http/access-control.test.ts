@@ -358,7 +358,7 @@ describe('the admin API', () => {
     return response;
   }
 
-  test('with ADMIN_TOKEN unset, every admin call answers 401, whatever token is sent', async () => {
+  test('with ADMIN_TOKEN unset, every admin call answers 401 saying the admin API is off, whatever token is sent, and start-up says so once', async () => {
     const closed = await startService({ env: { ADMIN_TOKEN: '' } });
     try {
       assert.equal(closed.config.adminToken, undefined);
@@ -381,9 +381,20 @@ describe('the admin API', () => {
           });
           const text = await response.text();
           assert.equal(response.status, 401, `${path} with ${authorization}: ${text}`);
-          assert.equal(JSON.parse(text).error, 'invalid_token');
+          assert.deepEqual(JSON.parse(text), {
+            error: 'invalid_token',
+            error_description:
+              'the admin API is off: this server has no ADMIN_TOKEN configured; start it with ADMIN_TOKEN set (16 or more characters), or use the admin command line',
+          });
         }
       }
+      const startLines = closed
+        .log()
+        .split('\n')
+        .filter((line) => line.includes('admin API is off'));
+      assert.equal(startLines.length, 1, closed.log());
+      assert.match(startLines[0] ?? '', /"msg":"ADMIN_TOKEN is not set: the admin API is off/);
+      assert.doesNotMatch(service.log(), /admin API is off/, 'a server with ADMIN_TOKEN says nothing of it');
       // Had any of them been let in, this user would exist and log in.
       const login = await closed.login('nobody-admin', PASSWORD);
       assert.equal(login.status, 400);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import * as OTPAuth from 'otpauth';
-import { type AdminRun, runAdmin } from '../support/admin-cli.js';
+import { type AdminRun, hasScript, runAdmin, runAdminInTerminal } from '../support/admin-cli.js';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
 import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 import { eventually, startWebhookReceiver, verifyWebhook } from '../support/webhook-receiver.js';
@@ -116,6 +116,18 @@ describe('admin CLI', { concurrency: 4 }, () => {
     assert.equal(decodeJwt(tokens.access_token).sub, id);
     assert.equal(await loginStatus('cli-alice', 'wrong password'), 400);
     assert.equal(await loginStatus('cli-alice', `${PASSWORD}\r\nnot part of it`), 400);
+  });
+
+  test('create-user in a terminal asks for the password and does not show it as it is typed', {
+    skip: hasScript ? false : 'needs script (util-linux) for a terminal',
+  }, async () => {
+    const run = await runAdminInTerminal(databaseUrl, ['create-user', 'cli-typed'], `${PASSWORD}x\u007f\r`);
+    assert.equal(run.code, 0, run.stdout);
+    assert.match(run.stdout, /^password \(not shown\): /);
+    assert.match(run.stdout, /created user cli-typed \(/);
+    assert.ok(!run.stdout.includes(PASSWORD), `the terminal showed the password: ${run.stdout}`);
+    // Backspace took the x back.
+    await expectStatus(service.login('cli-typed', PASSWORD), 200);
   });
 
   test('create-user refuses a password given as an argument or an option, even with one on standard input', async () => {

@@ -170,6 +170,50 @@ describe('malformed bodies', () => {
     }
   });
 
+  test('malformed JSON says where it goes wrong, by line and column, without quoting the body', async () => {
+    const cases = [
+      { body: `password=${PASSWORD}`, where: 'line 1, column 1 (character 1)' },
+      { body: `{"password": "${PASSWORD}",\n }`, where: 'line 2, column 2 (character 43)' },
+      { body: `{'password': '${PASSWORD}'}`, where: 'line 1, column 2 (character 2)' },
+      { body: `{"password": "${PASSWORD}"} trailing`, where: 'line 1, column 42 (character 42)' },
+    ];
+    for (const { body, where } of cases) {
+      const answer = await expectError(send(SMS_REQUEST, body, JSON_TYPE), 400, 'invalid_request', body);
+      assert.equal(answer.error_description, `the body is not valid JSON: it goes wrong at ${where}`, body);
+    }
+    const cut = await expectError(send(TOKEN, `{"password": "${PASSWORD}`, JSON_TYPE), 400, 'invalid_request', 'cut');
+    assert.match(cut.error_description, /^the body is not valid JSON: it ends before the JSON does/);
+  });
+
+  test('a missing field is named, with the unknown fields sent beside it (often the same, misspelt)', async () => {
+    const cases = [
+      {
+        endpoint: SMS_REQUEST,
+        body: { phone: '14155552671' },
+        said: 'phone_number: required; got an unknown field "phone"',
+      },
+      { endpoint: SMS_VERIFY, body: {}, said: 'mfa_code: required' },
+      {
+        endpoint: SMS_VERIFY,
+        body: { code: '123456', otp: '123456' },
+        said: 'mfa_code: required; got unknown fields "code", "otp"',
+      },
+      {
+        endpoint: ADMIN_USERS,
+        body: { user: 'someone', password: PASSWORD },
+        said: 'username: required; got an unknown field "user"',
+      },
+      { endpoint: TOKEN, body: { username: USERNAME, password: PASSWORD }, said: 'grant_type: required' },
+    ];
+    for (const { endpoint, body, said } of cases) {
+      const json = JSON.stringify(body);
+      const answer = await expectError(send(endpoint, json, JSON_TYPE), 400, 'invalid_request', label(endpoint, json));
+      assert.equal(answer.error_description, said, label(endpoint, json));
+    }
+    const form = await expectError(send(TOKEN, `username=${USERNAME}`, FORM_TYPE), 400, 'invalid_request', 'form');
+    assert.equal(form.error_description, 'grant_type: required');
+  });
+
   test('an empty body sent as JSON is a 400 invalid_request at every endpoint', async () => {
     for (const endpoint of ENDPOINTS) {
       await expectError(send(endpoint, '', JSON_TYPE), 400, 'invalid_request', label(endpoint, 'an empty string'));

@@ -107,10 +107,17 @@ describe('PUT /mfa/sms/request/', () => {
       const body = await expectStatus(requestCode(token, phone), 400);
       assert.equal(
         body.error_description,
-        'phone_number: expected a string of 7 to 15 digits, country code first, without + or spaces, e.g. "14155552671"',
+        'phone_number: expected a string of 7 to 15 digits, country code first, without + or spaces, e.g. "14155552671" for a US number or "447400123456" for a UK one',
       );
       assert.doesNotMatch(body.error_description, /pattern|\^/);
     }
+    // A US number without its 1: the answer says how the digits were read, and what to send.
+    const national = await expectStatus(requestCode(token, '4155552671'), 400);
+    assert.equal(national.error, 'invalid_phone_number');
+    assert.equal(
+      national.error_description,
+      'phone_number reads as a number of Switzerland (+41), where it is not a possible number; if the country code 1 was left out, send "14155552671" (+1 415 555 2671, United States)',
+    );
     assert.equal(
       (await expectStatus(service.call('/mfa/sms/request/', { method: 'PUT', token, body: {} }), 400)).error,
       'invalid_request',

@@ -40,11 +40,17 @@ describe('examples/resource-server.ts, protecting an API with this service’s t
     );
   });
 
-  test('a second-factor token pays; no token or a forged one is invalid_token', async () => {
+  test('a second-factor token pays; no token gets the bare challenge (RFC 6750 §3.1), a forged one invalid_token', async () => {
     const phone = nextPhone();
     const { token, userId } = await service.createUserWithMfa('example-strong', PASSWORD, phone);
     assert.deepEqual(await expectStatus(call('/payments', token), 200), { route: '/payments', user: userId });
-    assert.equal((await call('/payments')).status, 401);
-    assert.equal((await call('/payments', `${token.slice(0, -2)}xx`)).status, 401);
+    // RFC 6750 §3.1: no credentials, no error code; a bad token is invalid_token.
+    const bare = await call('/payments');
+    assert.equal(bare.status, 401);
+    assert.equal(bare.headers.get('www-authenticate'), 'Bearer');
+    assert.equal(((await bare.json()) as { error?: string }).error, undefined);
+    const forged = await call('/payments', `${token.slice(0, -2)}xx`);
+    assert.equal(forged.status, 401);
+    assert.equal(forged.headers.get('www-authenticate'), 'Bearer error="invalid_token"');
   });
 });

@@ -366,10 +366,20 @@ describe('the anomaly pause, on a service with no history (SMS_ANOMALY_FLOOR=3)'
 
     const status = await admin(service, ['sms-status'], env);
     assert.equal(status.code, 0, status.stderr);
-    const [header, ...lines] = status.stdout.split('\n');
-    assert.equal(header, 'country\tsent this hour\tbudget\t7-day average per hour\tpauses past\tstate');
-    const nigeria = lines.find((line) => line.startsWith('NG\t'))?.split('\t');
+    const [header = '', ...lines] = status.stdout.split('\n');
+    // Aligned columns for people, two spaces or more apart.
+    const columns = header.split(/ {2,}/);
+    assert.deepEqual(columns, [
+      'country',
+      'sent this hour',
+      'hourly budget',
+      'hourly average, 7 days',
+      'pauses above',
+      'state',
+    ]);
+    const nigeria = lines.find((line) => line.startsWith('NG '))?.split(/ {2,}/);
     assert.ok(nigeria, status.stdout);
+    assert.equal(lines[0]?.indexOf('paused until'), header.indexOf('state'), `aligned:\n${status.stdout}`);
     assert.equal(nigeria[2], '100', 'the default country budget');
     assert.equal(nigeria[4], '3', 'the floor');
     assert.match(nigeria[5] ?? '', /^paused until \S+ \(sms-resume NG\)$/);
@@ -390,7 +400,7 @@ describe('the anomaly pause, on a service with no history (SMS_ANOMALY_FLOOR=3)'
     assert.equal(again.code, 1);
     assert.match(again.stderr, /not paused/);
     const afterResume = await admin(service, ['sms-status'], env);
-    assert.match(afterResume.stdout, /^NG\t.*\tresumed at /m);
+    assert.match(afterResume.stdout, /^NG {2}.* {2}resumed at /m);
   });
 });
 

@@ -369,7 +369,7 @@ describe('clients that take the 403 challenge: the mfa_token flow (CONTRACT §14
     );
   });
 
-  test('a wrong otp is invalid_grant and leaves the mfa_token for another try; mfa-recovery-code takes a backup code', async () => {
+  test('a wrong otp or recovery_code is invalid_grant naming that field and leaves the mfa_token for another try; mfa-recovery-code takes a backup code', async () => {
     const user = await mfaUser();
     const [backup] = (await expectStatus(service.call('/mfa/recovery/', { method: 'POST', token: user.token }), 200))
       .backup_codes;
@@ -379,6 +379,19 @@ describe('clients that take the 403 challenge: the mfa_token flow (CONTRACT §14
     );
     const wrong = await expectStatus(token({ grant_type: MFA_OTP, mfa_token: mfaToken, otp: '000000' }, basic()), 400);
     assert.equal(wrong.error, 'invalid_grant');
+    // The grant's own field names, not the password grant's mfa_code and backup_code.
+    assert.match(wrong.error_description, /^otp: /);
+    assert.doesNotMatch(wrong.error_description, /mfa_code/);
+    const badFormat = await expectStatus(
+      token({ grant_type: MFA_OTP, mfa_token: mfaToken, otp: '12345' }, basic()),
+      400,
+    );
+    assert.match(badFormat.error_description, /^otp: expected a string of exactly 6 digits/);
+    const wrongBackup = await expectStatus(
+      token({ grant_type: MFA_RECOVERY, mfa_token: mfaToken, recovery_code: '000000000000' }, basic()),
+      400,
+    );
+    assert.equal(wrongBackup.error_description, 'recovery_code: the code is wrong or already used');
     const tokens = await expectStatus(
       token({ grant_type: MFA_RECOVERY, mfa_token: mfaToken, recovery_code: backup }, basic()),
       200,

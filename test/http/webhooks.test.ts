@@ -120,7 +120,7 @@ describe('webhook endpoints (admin API)', () => {
       [{ url: 'not a url' }, /url: expected an absolute https URL/],
       [{ url: `${receiver.url}/x`, events: ['mfa.everything'] }, /events\.0: expected one of mfa\.enabled/],
       [{ url: `${receiver.url}/x`, events: [] }, /events/],
-      [{ url: `${receiver.url}/x`, event: ['mfa.enabled'] }, /additional properties/],
+      [{ url: `${receiver.url}/x`, event: ['mfa.enabled'] }, /^event: unknown field; the fields are url, events$/],
       [{ url: 'ftp://files.example.com/' }, /expected an https URL/],
       [{ url: 'http://user:pass@127.0.0.1/' }, /credentials/],
     ];

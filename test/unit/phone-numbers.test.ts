@@ -5,6 +5,7 @@ import {
   BLOCKABLE_LINE_TYPES,
   countryKeyOf,
   DEFAULT_BLOCKED_LINE_TYPES,
+  PHONE_NUMBER_EXAMPLES,
   parsePhoneNumber,
   parseSmsDestination,
   rangeOf,
@@ -23,6 +24,16 @@ const invalidRequest = refusedAs('invalid_request');
 const invalidNumber = refusedAs('invalid_phone_number');
 
 describe('parsePhoneNumber', () => {
+  test('the examples the messages give are valid numbers of the countries they are given for', () => {
+    const examples = [...PHONE_NUMBER_EXAMPLES.matchAll(/"([0-9]+)" for a (US|UK) (?:number|one)/g)];
+    assert.equal(examples.length, 2, PHONE_NUMBER_EXAMPLES);
+    for (const [, digits = '', country] of examples) {
+      const parsed = parseSmsDestination(digits, DEFAULT_BLOCKED_LINE_TYPES);
+      assert.equal(parsed.isValid, true, digits);
+      assert.equal(parsed.country, country === 'UK' ? 'GB' : country, digits);
+    }
+  });
+
   test('accepts US, GB, FR and DE numbers and answers their E.164 form and country', () => {
     const cases = [
       { digits: '14155552671', country: 'US' },
@@ -90,6 +101,29 @@ describe('parsePhoneNumber', () => {
     for (const digits of impossible) assert.throws(() => parsePhoneNumber(digits), invalidNumber, `for ${digits}`);
   });
 
+  test('a US number without its country code: says which country the digits read as, and what to send', () => {
+    assert.throws(
+      () => parsePhoneNumber('4155552671'),
+      refusedAs(
+        'invalid_phone_number',
+        /^phone_number reads as a number of Switzerland \(\+41\), where it is not a possible number; if the country code 1 was left out, send "14155552671" \(\+1 415 555 2671, United States\)$/,
+      ),
+    );
+  });
+
+  test('a number in its national form with a trunk 0, or after 00, is told to put the country code first', () => {
+    for (const digits of ['07400123456', '00447400123456']) {
+      assert.throws(
+        () => parsePhoneNumber(digits),
+        refusedAs(
+          'invalid_phone_number',
+          /^phone_number starts with 0, which no country code does; put the country code first, without 00 or a trunk 0, e\.g\. "14155552671"/,
+        ),
+        digits,
+      );
+    }
+  });
+
   test('refuses an unknown country calling code (999)', () => {
     assert.throws(() => parsePhoneNumber('999123456789'), invalidNumber);
     assert.throws(() => parsePhoneNumber('9991234567'), invalidNumber);
@@ -131,6 +165,18 @@ describe('parseSmsDestination (CONTRACT §15: what may receive an enrolment code
         digits,
       );
     }
+    assert.throws(
+      () => parseSmsDestination('447700900123', blockedByDefault),
+      refusedAs(
+        'invalid_phone_number',
+        /reads as a number of \+44, where no such range is assigned; check the country code/,
+      ),
+    );
+    // Read as Egypt's +20, it is possible there but not valid; with a 1 it is a US number.
+    assert.throws(
+      () => parseSmsDestination('2025550123', blockedByDefault),
+      refusedAs('invalid_phone_number', /Egypt \(\+20\).*send "12025550123" \(\+1 202 555 0123, United States\)$/),
+    );
   });
 
   test('refuses by default premium-rate, shared-cost, toll-free, UAN, voicemail and pager numbers, naming the reason', () => {
