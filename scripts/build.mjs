@@ -1,6 +1,6 @@
 // `npm run build`: bundles the service and its commands into dist/ with esbuild. One bundle loads
 // and holds less than hundreds of separate modules (idle memory 110 → 81 MB, ready 1.35 → 0.66 s:
-// docs/PERFORMANCE.md). Native addons and pg (loaded only for PostgreSQL) stay in node_modules.
+// docs/PERFORMANCE.md). Native addons, pg (loaded only for PostgreSQL) and OpenTelemetry stay in node_modules.
 // Types are checked by `npm run typecheck`, not here. The browser pages (web/<page>/, with what they
 // share in web/shared/) are bundled for browsers into dist/<page>/: see buildPage below.
 import { createHash } from 'node:crypto';
@@ -38,7 +38,9 @@ await build({
   target: 'node20',
   // Maps for debugging (node --enable-source-maps dist/main.js); loading them costs 26 MB, so start does not.
   sourcemap: true,
-  external: ['better-sqlite3', '@node-rs/argon2', 'pg'],
+  // OpenTelemetry stays in node_modules too: its SDK loads only when tracing is on, and the API must
+  // be the one instance the SDK registers with.
+  external: ['better-sqlite3', '@node-rs/argon2', 'pg', '@opentelemetry/*', '@fastify/otel'],
   // Bundled CommonJS packages call require(); ESM has none, so give them one.
   banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
   logLevel: 'warning',

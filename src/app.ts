@@ -68,6 +68,7 @@ import { createVonageSender } from './sms/vonage-sender.js';
 import type { Database } from './store/database.js';
 import { checkSchemaIsCurrent } from './store/migrate.js';
 import { createStore } from './store/store.js';
+import type { Tracing } from './tracing.js';
 import { createAccounts } from './users/accounts.js';
 import { createInviteRedemption, createInvites } from './users/invites.js';
 import { createPasswords } from './users/passwords.js';
@@ -85,6 +86,8 @@ export interface AppDeps {
   consoleSmsWrite?: (line: string) => void;
   /** The folder of the built pages, one folder each (default: dist/ of this checkout). */
   pagesDir?: string;
+  /** OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts). */
+  tracing?: Tracing;
 }
 
 /** The browser pages, each built from web/<name>/ into dist/<name>/ and served at /<name>/. */
@@ -124,6 +127,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     logController: new LogController({ disableRequestLogging: true }),
     ...preRoutingErrorOptions,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Before any route, so that every request is a span (with the caller's traceparent as its parent).
+  if (deps.tracing) await app.register(deps.tracing.fastifyPlugin);
 
   const store = createStore(deps.db);
   if (!config.secretKey) {

@@ -1,5 +1,6 @@
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { relaunchWithStartSettings } from './start-settings.js';
+import type { Tracing } from './tracing.js';
 
 // First of all: the allocator's, thread pool's and heap's settings take effect only in a new
 // process (start-settings.ts). When one is started, it serves, and this one only waits for it.
@@ -19,6 +20,7 @@ try {
 const { buildApp } = await import('./app.js');
 const { openDatabase } = await import('./store/database.js');
 const { migrateToLatest } = await import('./store/migrate.js');
+const { startTracing } = await import('./tracing.js');
 
 function messageOf(error: unknown): string {
   return (error as { message?: string }).message ?? String(error);
@@ -50,13 +52,17 @@ function listenFailure(error: unknown): string {
 
 let app: Awaited<ReturnType<typeof buildApp>>;
 let db: Awaited<ReturnType<typeof openDatabase>>['db'] | undefined;
+let tracing: Tracing | undefined;
 // What stops start-up is told in one line naming the setting to change, instead of a stack trace.
 let explain = databaseFailure;
 try {
-  ({ db } = await openDatabase(config.databaseUrl, config.databasePool));
+  explain = (error) => `OpenTelemetry could not start (OTEL_EXPORTER_OTLP_ENDPOINT): ${messageOf(error)}`;
+  tracing = await startTracing(process.env);
+  explain = databaseFailure;
+  ({ db } = await openDatabase(config.databaseUrl, config.databasePool, { traced: tracing !== undefined }));
   await migrateToLatest(db);
   explain = messageOf;
-  app = await buildApp(config, { db });
+  app = await buildApp(config, { db, tracing });
   explain = listenFailure;
   await app.listen({ port: config.port, host: config.host });
 } catch (error) {
@@ -77,6 +83,7 @@ async function shutDown(signal: string) {
   await app.close();
   clearInterval(sweeper);
   await db?.destroy();
+  await tracing?.shutdown().catch(() => {});
   process.exit(0);
 }
 process.on('SIGTERM', shutDown);

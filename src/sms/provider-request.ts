@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { BaseLogger } from 'pino';
 import { ServiceError } from '../errors.js';
+import { inSpan, traceHeaders } from '../tracing.js';
 
 /**
  * POSTs a form to an SMS provider and answers its status and parsed JSON body (undefined when the
@@ -19,7 +20,17 @@ export async function postToProvider(
   // One deadline for the answer and its body: a provider that stalls mid-body is as silent.
   const signal = AbortSignal.timeout(request.timeoutMs);
   try {
-    const { status, body } = await post(new URL(request.url), request.form, request.headers ?? {}, signal);
+    const url = new URL(request.url);
+    // A span per send (CONTRACT §22): the provider and its host; never the number, the text or a credential.
+    const { status, body } = await inSpan(
+      `POST ${facts.provider}`,
+      { 'sms.provider': facts.provider, 'server.address': url.hostname },
+      async (span) => {
+        const answer = await post(url, request.form, { ...request.headers, ...traceHeaders() }, signal);
+        span.setAttribute('http.response.status_code', answer.status);
+        return answer;
+      },
+    );
     return { status, ok: status >= 200 && status < 300, answer: parsedJson(body) };
   } catch (error) {
     if (signal.aborted) {

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
   type ControlledTransaction,
+  type Dialect,
   type DialectAdapter,
   type Generated,
   Kysely,
@@ -13,6 +14,7 @@ import {
   type Transaction,
 } from 'kysely';
 import type { Pool, PoolClient } from 'pg';
+import { tracedDialect } from './traced-dialect.js';
 
 /** Times are ISO-8601 UTC strings (`Date#toISOString`) in both dialects: they sort as they compare. */
 type IsoTime = string;
@@ -431,7 +433,13 @@ export interface PoolSettings {
 const DEFAULT_POOL: PoolSettings = { max: 10, connectionTimeoutMs: 5_000 };
 
 /** Opens the database named by a `DATABASE_URL` (`sqlite:<path>` or `postgres://…`). */
-export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POOL): Promise<OpenDatabase> {
+export async function openDatabase(
+  url: string,
+  pool: PoolSettings = DEFAULT_POOL,
+  { traced = false }: { traced?: boolean } = {},
+): Promise<OpenDatabase> {
+  const maybeTraced = (dialect: Dialect, system: 'sqlite' | 'postgresql') =>
+    traced ? tracedDialect(dialect, system) : dialect;
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -446,7 +454,7 @@ export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POO
     // the operating system's file cache holds anyway (docs/PERFORMANCE.md).
     connection.pragma('cache_size = -2000');
     const db = new Kysely<Database>({
-      dialect: new LockingSqliteDialect({ database: withStatementCache(connection) }),
+      dialect: maybeTraced(new LockingSqliteDialect({ database: withStatementCache(connection) }), 'sqlite'),
     });
     driverHandles.set(db, { dialect: 'sqlite', connection });
     return { db, dialect: 'sqlite' };
@@ -469,7 +477,7 @@ export async function openDatabase(url: string, pool: PoolSettings = DEFAULT_POO
     client.on('error', () => {});
     prepareOncePerConnection(client);
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: pgPool }) });
+  const db = new Kysely<Database>({ dialect: maybeTraced(new PostgresDialect({ pool: pgPool }), 'postgresql') });
   driverHandles.set(db, { dialect: 'postgres', pool: pgPool });
   return { db, dialect: 'postgres' };
 }

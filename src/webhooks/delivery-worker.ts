@@ -8,6 +8,7 @@ import { unseal } from '../crypto/sealing.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import type { Store } from '../store/store.js';
 import type { ClaimedDelivery } from '../store/webhooks.js';
+import { inSpan, traceHeaders } from '../tracing.js';
 import { addressRefusal, DestinationRefused, guardedLookup, hostOf } from './destination-guard.js';
 import { sealingContext } from './endpoints.js';
 import { signWebhook } from './signature.js';
@@ -165,6 +166,15 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
       'webhook-signature': signWebhook(secret, delivery.id, timestamp, delivery.payload),
     };
     const signal = AbortSignal.any([stopping.signal, AbortSignal.timeout(SEND_TIMEOUT_MS)]);
+    // A span per attempt (CONTRACT §22): the receiver's host and its answer, never the URL's path or query.
+    return inSpan('POST webhook', { 'server.address': url.hostname, 'webhook.event_id': delivery.id }, async (span) => {
+      const status = await post(url, { ...headers, ...traceHeaders() }, delivery.payload, signal);
+      span.setAttribute('http.response.status_code', status);
+      return status;
+    });
+  }
+
+  function post(url: URL, headers: Record<string, string>, payload: string, signal: AbortSignal): Promise<number> {
     return new Promise((resolve, reject) => {
       const request = (url.protocol === 'https:' ? https : http).request(
         url,
@@ -176,7 +186,7 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
         },
       );
       request.on('error', reject);
-      request.end(delivery.payload);
+      request.end(payload);
     });
   }
 

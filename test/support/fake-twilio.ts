@@ -7,6 +7,8 @@ export interface SentMessage {
   from?: string;
   messagingServiceSid?: string;
   body: string;
+  /** The W3C trace context the service sent along, when tracing is on. */
+  traceparent?: string;
 }
 
 type Behaviour = 'deliver' | 'fail' | 'hang';
@@ -37,6 +39,7 @@ export async function startFakeTwilio() {
         from: form.get('From') ?? undefined,
         messagingServiceSid: form.get('MessagingServiceSid') ?? undefined,
         body: form.get('Body') ?? '',
+        traceparent: request.headers.traceparent as string | undefined,
       });
     // Hanging, the message is taken but never answered: it may well be delivered.
     if (behaviour === 'hang') {
