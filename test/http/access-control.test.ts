@@ -579,6 +579,7 @@ describe('OAuth clients', () => {
       'name',
       'post_logout_redirect_uris',
       'redirect_uris',
+      'remember_device_days',
       'token_endpoint_auth_method',
       'web_origins',
     ]);

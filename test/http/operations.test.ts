@@ -500,6 +500,7 @@ const EMPTY_SUCCESS = new Set([
   'DELETE /admin/clients/:id',
   'PUT /mfa/password/',
   'DELETE /mfa/password/',
+  'DELETE /mfa/devices/:id/',
 ]);
 
 describe('GET /openapi.json', () => {
