@@ -56,7 +56,7 @@ let tracing: Tracing | undefined;
 // What stops start-up is told in one line naming the setting to change, instead of a stack trace.
 let explain = databaseFailure;
 try {
-  explain = (error) => `OpenTelemetry could not start (OTEL_EXPORTER_OTLP_ENDPOINT): ${messageOf(error)}`;
+  explain = (error) => `OpenTelemetry could not start: ${messageOf(error)}`;
   tracing = await startTracing(process.env);
   explain = databaseFailure;
   ({ db } = await openDatabase(config.databaseUrl, config.databasePool, { traced: tracing !== undefined }));

@@ -43,11 +43,18 @@ export interface Tracing {
 /** The tracing SDK when an OTLP endpoint is set; undefined (nothing loaded) otherwise. */
 export async function startTracing(env: NodeJS.ProcessEnv): Promise<Tracing | undefined> {
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
+  // OTLP/HTTP with protobuf (the specification's default) or JSON, as OTEL_EXPORTER_OTLP_PROTOCOL says.
+  const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || env.OTEL_EXPORTER_OTLP_PROTOCOL || 'http/protobuf';
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json, got "${protocol}"`);
+  }
   const [{ NodeTracerProvider }, { BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }, otel] =
     await Promise.all([
       import('@opentelemetry/sdk-trace-node'),
       import('@opentelemetry/sdk-trace-base'),
-      import('@opentelemetry/exporter-trace-otlp-http'),
+      protocol === 'http/json'
+        ? import('@opentelemetry/exporter-trace-otlp-http')
+        : import('@opentelemetry/exporter-trace-otlp-proto'),
       import('@opentelemetry/resources'),
       import('@fastify/otel'),
     ]);

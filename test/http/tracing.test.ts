@@ -32,10 +32,16 @@ interface ExportedSpan {
 async function startOtlpReceiver() {
   const spans: ExportedSpan[] = [];
   const bodies: string[] = [];
+  const protobufBodies: Buffer[] = [];
   const server: Server = createServer(async (request, response) => {
-    let body = '';
-    for await (const chunk of request) body += chunk;
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
     if (request.method !== 'POST' || request.url !== '/v1/traces') return response.writeHead(404).end();
+    if (request.headers['content-type'] === 'application/x-protobuf') {
+      protobufBodies.push(Buffer.concat(chunks));
+      return response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    }
+    const body = Buffer.concat(chunks).toString('utf8');
     bodies.push(body);
     const parsed = JSON.parse(body) as {
       resourceSpans: { scopeSpans: { spans: ExportedSpan[] }[] }[];
@@ -48,6 +54,7 @@ async function startOtlpReceiver() {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans,
     bodies,
+    protobufBodies,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -69,6 +76,7 @@ before(async () => {
     TWILIO_FROM: '+15005550006',
     TWILIO_API_URL: twilio.url,
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
     OTEL_SERVICE_NAME: 'mfa-under-test',
     // Spans go out within 100 ms instead of 5 s.
     OTEL_BSP_SCHEDULE_DELAY: '100',
@@ -182,6 +190,25 @@ describe('OpenTelemetry traces (CONTRACT §22)', () => {
     const request = spans.find((span) => attribute(span, 'url.path'));
     assert.ok(request);
     assert.equal(attribute(request, 'url.path'), '/mfa/oauth2/logout/');
+  });
+
+  test('the specification’s default protocol, http/protobuf, when OTEL_EXPORTER_OTLP_PROTOCOL is unset', async () => {
+    const other = await startServiceProcess({
+      DATABASE_URL: `sqlite:${join(folder, 'protobuf.sqlite')}`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_SERVICE_NAME: 'mfa-over-protobuf',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    try {
+      await fetch(`${other.url}/healthz`);
+      for (let waited = 0; waited < 10_000 && receiver.protobufBodies.length === 0; waited += 50) await sleep(50);
+      assert.ok(
+        receiver.protobufBodies.some((body) => body.includes('mfa-over-protobuf')),
+        'a protobuf export naming the service',
+      );
+    } finally {
+      await other.stop();
+    }
   });
 
   test('nothing the spans carry is a password, a token, a code, a credential or the phone number', () => {
