@@ -30,6 +30,7 @@ import { recoveryRoutes } from './http/routes/recovery.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
 import { webauthnRoutes } from './http/routes/webauthn.js';
+import { pickLanguage, preferredLanguages, translate } from './i18n/messages.js';
 import { createAttemptLimiter } from './limits/attempt-limiter.js';
 import { createRememberedDevices } from './logins/remembered-devices.js';
 import { createSessions } from './logins/sessions.js';
@@ -166,8 +167,12 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     clock,
     codeKey,
     limits: config.smsLimits,
-    smsText: (code) =>
-      `Your ${config.serviceName} verification code is ${code}. It expires in ${config.smsLimits.codeTtlSeconds / 60} minutes.`,
+    smsText: (code, context) =>
+      translate(pickLanguage(preferredLanguages(context)), 'sms_code', {
+        service: config.serviceName,
+        code,
+        count: config.smsLimits.codeTtlSeconds / 60,
+      }),
     metrics,
   });
   const keys = await createSigningKeys({

@@ -8,6 +8,10 @@ import { enqueueWebhookEvent, webhookEventFor } from '../webhooks/outbox.js';
 /** Who is asking: where the request came from (audit trail, per-address throttle) and its logger. */
 export interface RequestContext {
   clientAddress?: string;
+  /** The request's Accept-Language, for the texts it causes (an SMS), parsed only when one is sent. */
+  acceptLanguage?: string;
+  /** OpenID Connect ui_locales of a hosted sign-in (space-separated), preferred over Accept-Language. */
+  uiLocales?: string;
   /** The request's logger: every line it writes carries the request id. */
   log: BaseLogger;
 }

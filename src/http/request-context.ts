@@ -82,7 +82,11 @@ class LazyChildLogger implements FastifyBaseLogger {
  */
 export function contextOf(request: FastifyRequest): RequestContext {
   // Fastify's request logger is a pino child of the service's logger, typed more narrowly.
-  return { clientAddress: request.clientAddress, log: request.log as unknown as BaseLogger };
+  return {
+    clientAddress: request.clientAddress,
+    acceptLanguage: request.headers['accept-language'],
+    log: request.log as unknown as BaseLogger,
+  };
 }
 
 /**

@@ -27,7 +27,8 @@ export interface OneTimeCodeDeps {
   /** Keys the code hashes, so that the database alone cannot reveal a code. */
   codeKey: Buffer;
   limits: SmsLimits;
-  smsText: (code: string) => string;
+  /** The SMS, in the language the request that causes it prefers (CONTRACT §22). */
+  smsText: (code: string, context: RequestContext) => string;
   metrics: ServiceMetrics;
 }
 
@@ -146,7 +147,7 @@ export function createOneTimeCodes({
       );
     };
     try {
-      await sms.deliver({ toE164: phone.e164, body: smsText(code) }, log, (attempt) =>
+      await sms.deliver({ toE164: phone.e164, body: smsText(code, context) }, log, (attempt) =>
         metrics.smsSent(purpose, phone.callingCode, attempt.outcome, attempt.provider, attempt.durationSeconds),
       );
     } catch (error) {

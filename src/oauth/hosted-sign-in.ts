@@ -267,7 +267,11 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const step = nextStep(signIn.proof, signIn.user, signIn.request, signIn.client);
     if (step.step !== 'second_factor')
       throw new ServiceError('invalid_request', 'this sign-in does not ask for a second factor now');
-    const decision = await loginChallenge.decide(signIn.user, { ...secondStep, acrValues: [step.acr] }, context);
+    const decision = await loginChallenge.decide(
+      signIn.user,
+      { ...secondStep, acrValues: [step.acr] },
+      { ...context, uiLocales: signIn.request.uiLocales },
+    );
     if (!('amr' in decision)) return secondFactorAnswer(signIn, decision.challenge);
     const amr = union(signIn.proof.amr, decision.amr);
     const proof = { ...signIn.proof, amr, acr: acrOf(amr) };
@@ -373,7 +377,11 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       return { step: 'enrol', username: user.username, factorTypes: enrolmentTypes(user, step.acr) };
     if (step.step === 'second_factor') {
       if (context) {
-        const decision = await loginChallenge.decide(user, { acrValues: [step.acr] }, context);
+        const decision = await loginChallenge.decide(
+          user,
+          { acrValues: [step.acr] },
+          { ...context, uiLocales: signIn.request.uiLocales },
+        );
         if (!('amr' in decision)) return secondFactorAnswer(signIn, decision.challenge);
       }
       const offered = loginChallenge.offer(user, step.acr);
