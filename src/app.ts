@@ -15,7 +15,7 @@ import { createCookies } from './http/cookies.js';
 import { registerCors } from './http/cors.js';
 import { missingHostError, preRoutingErrorOptions, registerErrorHandling } from './http/error-handler.js';
 import { registerJsonBodies } from './http/json-body.js';
-import { createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
+import { contextOf, createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { deviceRoutes } from './http/routes/devices.js';
 import { inviteRoutes } from './http/routes/invites.js';
@@ -139,7 +139,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   }
   if (!config.adminToken) {
     rootLogger.info(
-      'ADMIN_TOKEN is not set: the admin API is off (every /admin/ call answers 401); set it to use the API, or use the admin command line',
+      'ADMIN_TOKEN is not set: scripts cannot use the admin API (every /admin/ call without an operator\'s access token answers 401); set it to use the API from scripts, or use the admin command line',
     );
   }
   const hashSecret = await store.secrets.findServiceSecret(config.secretKey, clock.now());
@@ -254,7 +254,28 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const webhooks = createWebhookEndpoints({ store, clock, ...webhookSettings });
   const deliveryWorker = createDeliveryWorker({ store, clock, metrics, log: rootLogger, ...webhookSettings });
   const requireAccessToken = createRequireAccessToken(accessTokens);
-  const requireAdmin = createRequireAdmin(config.adminToken);
+  const requireAdmin = createRequireAdmin({
+    adminToken: config.adminToken,
+    accessTokens,
+    isOperator: (userId) => store.users.isOperator(userId),
+    stepUpMaxAgeSeconds: config.stepUpMaxAgeSeconds,
+    clock,
+  });
+  // CONTRACT §21: every change an operator makes through the admin API is an audit event (and a
+  // webhook) naming the operator, the route and what it was done to.
+  app.addHook('onResponse', async (request, reply) => {
+    if (!request.operator || request.method === 'GET' || request.method === 'HEAD' || reply.statusCode >= 400) return;
+    const target = (request.params as { id?: unknown } | undefined)?.id;
+    await audit.record('operator_action', 'succeeded', {
+      userId: request.operator.userId,
+      context: contextOf(request),
+      detail: {
+        operator_id: request.operator.userId,
+        action: `${request.method} ${request.routeOptions.url ?? ''}`,
+        ...(typeof target === 'string' && { target_id: target }),
+      },
+    });
+  });
   const pages = Object.fromEntries(
     PAGE_NAMES.map((name) => {
       const dir = findPageDir(name, deps.pagesDir);

@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'invalid_scope'
   | 'invalid_client_metadata'
   | 'insufficient_scope'
+  | 'not_an_operator'
   | 'sign_in_expired'
   | 'csrf_check_failed'
   | 'invalid_token'

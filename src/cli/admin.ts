@@ -191,6 +191,28 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
       print(wasEnabled ? `MFA reset for ${username}` : `MFA was not on for ${username}; nothing pending remains`);
     },
   },
+  'grant-operator': {
+    usage: 'grant-operator <username>',
+    summary: 'make a user an operator: the admin API (and the console) with their own sign-in',
+    help: 'An operator signs in through the hosted sign-in with a passkey or an authenticator app; their\naccess token then calls /admin/ (reads with any such sign-in, changes within STEP_UP_MAX_AGE).\nEvery change they make is an audit event and an operator.action webhook naming them.',
+    arity: 1,
+    async run([username = ''], { accounts }) {
+      const user = await accounts.getUser(username);
+      await accounts.setOperator(user.id, true);
+      print(`${user.username} is an operator`);
+    },
+  },
+  'revoke-operator': {
+    usage: 'revoke-operator <username>',
+    summary: 'take the operator role back; their next admin call is refused',
+    help: 'Their sign-ins go on as a user; the admin API refuses their access token from the next call.',
+    arity: 1,
+    async run([username = ''], { accounts }) {
+      const user = await accounts.getUser(username);
+      await accounts.setOperator(user.id, false);
+      print(`${user.username} is no longer an operator`);
+    },
+  },
   'delete-user': {
     usage: 'delete-user <username>',
     summary: 'delete a user with everything of theirs; their tokens stop working at once',

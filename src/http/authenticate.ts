@@ -1,12 +1,16 @@
 import type { FastifyRequest } from 'fastify';
+import type { Clock } from '../clock.js';
 import { safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import { meetsAcr, SENSITIVE_ACR, StepUpRequired } from '../logins/step-up.js';
 import type { AccessTokens, VerifiedAccessToken } from '../oauth/access-tokens.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Set by `requireAccessToken`: the login the caller's access token stands for. */
     principal: VerifiedAccessToken;
+    /** Set by `requireAdmin` for an operator's access token (none for ADMIN_TOKEN). */
+    operator?: { userId: string };
     /** The client's address, behind the load balancers named in TRUST_PROXY (see request-context.ts). */
     readonly clientAddress: string | undefined;
   }
@@ -32,17 +36,54 @@ export function bearerTokenOf(request: FastifyRequest): string {
   return token;
 }
 
-/** onRequest guard for /admin/: `Bearer $ADMIN_TOKEN`, compared in constant time; no token configured means 401. */
-export function createRequireAdmin(adminToken: string | undefined) {
-  if (adminToken === undefined) {
-    return async function adminApiOff(): Promise<void> {
+/**
+ * onRequest guard for /admin/ (CONTRACT §21): `Bearer $ADMIN_TOKEN` (scripts, the CLI), compared in
+ * constant time, or the access token of an operator whose login reached a second factor (aal2 or
+ * better), within STEP_UP_MAX_AGE for a change. An operator's request carries `request.operator`.
+ */
+export function createRequireAdmin(deps: {
+  adminToken: string | undefined;
+  accessTokens: AccessTokens;
+  isOperator: (userId: string) => Promise<boolean>;
+  stepUpMaxAgeSeconds: number;
+  clock: Clock;
+}) {
+  const { adminToken, accessTokens, isOperator, stepUpMaxAgeSeconds, clock } = deps;
+  // ASCII only: the description goes into the WWW-Authenticate header too.
+  const noCredentials = adminToken
+    ? "the admin API needs Authorization: Bearer <ADMIN_TOKEN>, or an operator's access token"
+    : "the admin API takes only operators' access tokens here: this server has no ADMIN_TOKEN configured for scripts; start it with ADMIN_TOKEN set (16 or more characters), or use the admin command line";
+  return async function requireAdmin(request: FastifyRequest): Promise<void> {
+    const token = credentialsFor(request, 'Bearer');
+    if (token === undefined) throw new ServiceError('invalid_token', noCredentials);
+    if (adminToken !== undefined && safeEqual(token, adminToken)) return;
+    // Not the ADMIN_TOKEN: an access token, or nothing this service issued.
+    const login = await accessTokens.verifyAccessToken(token).catch(() => {
+      throw new ServiceError('invalid_token', noCredentials);
+    });
+    if (!(await isOperator(login.userId))) {
       throw new ServiceError(
-        'invalid_token',
-        'the admin API is off: this server has no ADMIN_TOKEN configured; start it with ADMIN_TOKEN set (16 or more characters), or use the admin command line',
+        'not_an_operator',
+        'this account is not an operator; an operator grants the role with npm run admin -- grant-operator USER',
       );
-    };
-  }
-  return createRequireSharedSecret(adminToken, 'the admin API needs Authorization: Bearer <ADMIN_TOKEN>');
+    }
+    if (!meetsAcr(login.acr, SENSITIVE_ACR)) {
+      throw new StepUpRequired(
+        'the admin API needs a sign-in with a passkey or an authenticator app; sign in again with acr_values=aal2',
+        SENSITIVE_ACR,
+        stepUpMaxAgeSeconds,
+      );
+    }
+    const ageSeconds = Math.floor(clock.now().getTime() / 1000) - login.authTime;
+    if (request.method !== 'GET' && request.method !== 'HEAD' && ageSeconds > stepUpMaxAgeSeconds) {
+      throw new StepUpRequired(
+        `a change needs a sign-in at most ${stepUpMaxAgeSeconds} s old (this one is ${ageSeconds} s); sign in again with max_age=${stepUpMaxAgeSeconds}`,
+        SENSITIVE_ACR,
+        stepUpMaxAgeSeconds,
+      );
+    }
+    request.operator = { userId: login.userId };
+  };
 }
 
 /** onRequest guard for /metrics: `Bearer $METRICS_TOKEN` when one is configured, open otherwise. */

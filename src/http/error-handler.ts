@@ -20,6 +20,7 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_scope: 400,
   invalid_client_metadata: 400,
   insufficient_scope: 403,
+  not_an_operator: 403,
   sign_in_expired: 410,
   csrf_check_failed: 403,
   invalid_token: 401,

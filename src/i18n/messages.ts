@@ -22,6 +22,8 @@ void i18n.init({
   lng: 'en',
   fallbackLng: 'en',
   initAsync: false,
+  // i18next otherwise prints an advertisement to the console on start: logs are JSON lines.
+  showSupportNotice: false,
   // Texts go into SMS and mail bodies, never into HTML: nothing to escape.
   interpolation: { escapeValue: false },
 });

@@ -31,6 +31,8 @@ export interface UserTable {
   session_generation: Generated<number>;
   password_hash: string;
   created_at: IsoTime;
+  /** 1 for an operator (CONTRACT §21): their access token may call the admin API. */
+  is_operator: Generated<number>;
 }
 
 export interface OAuthClientTable {

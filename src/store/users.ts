@@ -117,6 +117,22 @@ export async function endLoginsInFlight(db: Executor, userId: string): Promise<v
     .execute();
 }
 
+/** True when the user exists and is an operator. */
+export async function isOperator(db: Executor, userId: string): Promise<boolean> {
+  const row = await db.selectFrom('user').select('is_operator').where('id', '=', userId).executeTakeFirst();
+  return row?.is_operator === 1;
+}
+
+/** Grants or revokes the operator role; false when there is no such user. */
+export async function setOperator(db: Executor, userId: string, operator: boolean): Promise<boolean> {
+  const result = await db
+    .updateTable('user')
+    .set({ is_operator: operator ? 1 : 0 })
+    .where('id', '=', userId)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
 /** Sets the user's password hash (`NO_PASSWORD_HASH` for none); false when there is no such user. */
 export async function setPasswordHash(db: Executor, userId: string, passwordHash: string): Promise<boolean> {
   const row = await db

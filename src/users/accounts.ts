@@ -77,7 +77,23 @@ export function createAccounts({ store, clock, audit }: { store: Store; clock: C
     await audit.record('user_deleted', 'succeeded', { userId });
   }
 
-  return { createUser, getUser, getUserById, deleteUser, listUsers: () => store.factors.listUsersWithFactors() };
+  /**
+   * CONTRACT §21: grants or revokes the operator role (the admin API with the user's own access
+   * token). Audited; the role counts from the next request, so a revocation stops them at once.
+   */
+  async function setOperator(userId: string, operator: boolean): Promise<void> {
+    if (!(await store.users.setOperator(userId, operator))) throw new ServiceError('not_found', 'no user has this id');
+    await audit.record(operator ? 'operator_granted' : 'operator_revoked', 'succeeded', { userId });
+  }
+
+  return {
+    createUser,
+    getUser,
+    getUserById,
+    deleteUser,
+    setOperator,
+    listUsers: () => store.factors.listUsersWithFactors(),
+  };
 }
 
 export type Accounts = ReturnType<typeof createAccounts>;

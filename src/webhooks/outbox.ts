@@ -15,6 +15,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'mfa.throttled',
   'refresh_token.reused',
   'sms.country_paused',
+  'operator.action',
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -36,6 +37,8 @@ const FROM_AUDIT: Record<string, WebhookEventType> = {
   'refresh_token_reuse:login_revoked': 'refresh_token.reused',
   // Recorded by the SMS fraud defence (CONTRACT §15) when a country's enrolment SMS pause.
   sms_country_paused: 'sms.country_paused',
+  // CONTRACT §21: a change made by an operator through the admin API (the console).
+  'operator_action:succeeded': 'operator.action',
 };
 
 /** The webhook event an audit event is, or undefined when it is none. */
@@ -44,7 +47,15 @@ export function webhookEventFor(type: string, outcome: string): WebhookEventType
 }
 
 /** The audit facts a receiver is told; none of them is a secret or a phone number. */
-const PASSED_ON = ['factor_type', 'factor_id', 'country', 'paused_until'] as const;
+const PASSED_ON = [
+  'factor_type',
+  'factor_id',
+  'country',
+  'paused_until',
+  'operator_id',
+  'action',
+  'target_id',
+] as const;
 
 export interface WebhookEvent {
   type: WebhookEventType;

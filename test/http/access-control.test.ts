@@ -358,7 +358,7 @@ describe('the admin API', () => {
     return response;
   }
 
-  test('with ADMIN_TOKEN unset, every admin call answers 401 saying the admin API is off, whatever token is sent, and start-up says so once', async () => {
+  test('with ADMIN_TOKEN unset, every admin call answers 401 saying it takes only operators’ tokens, whatever token is sent, and start-up says so once', async () => {
     const closed = await startService({ env: { ADMIN_TOKEN: '' } });
     try {
       assert.equal(closed.config.adminToken, undefined);
@@ -384,17 +384,21 @@ describe('the admin API', () => {
           assert.deepEqual(JSON.parse(text), {
             error: 'invalid_token',
             error_description:
-              'the admin API is off: this server has no ADMIN_TOKEN configured; start it with ADMIN_TOKEN set (16 or more characters), or use the admin command line',
+              "the admin API takes only operators' access tokens here: this server has no ADMIN_TOKEN configured for scripts; start it with ADMIN_TOKEN set (16 or more characters), or use the admin command line",
           });
         }
       }
       const startLines = closed
         .log()
         .split('\n')
-        .filter((line) => line.includes('admin API is off'));
+        .filter((line) => line.includes('scripts cannot use the admin API'));
       assert.equal(startLines.length, 1, closed.log());
-      assert.match(startLines[0] ?? '', /"msg":"ADMIN_TOKEN is not set: the admin API is off/);
-      assert.doesNotMatch(service.log(), /admin API is off/, 'a server with ADMIN_TOKEN says nothing of it');
+      assert.match(startLines[0] ?? '', /"msg":"ADMIN_TOKEN is not set: scripts cannot use the admin API/);
+      assert.doesNotMatch(
+        service.log(),
+        /scripts cannot use the admin API/,
+        'a server with ADMIN_TOKEN says nothing of it',
+      );
       // Had any of them been let in, this user would exist and log in.
       const login = await closed.login('nobody-admin', PASSWORD);
       assert.equal(login.status, 400);
@@ -414,7 +418,6 @@ describe('the admin API', () => {
       `Bearer ${ADMIN_TOKEN.toUpperCase()}`,
       `Basic ${Buffer.from(`admin:${ADMIN_TOKEN}`).toString('base64')}`,
       `Token ${ADMIN_TOKEN}`,
-      `Bearer ${userToken}`,
     ];
     for (const authorization of wrong) {
       const users = adminCall('/admin/users', { username: 'wrong-token-user', password: PASSWORD }, authorization);
@@ -422,6 +425,13 @@ describe('the admin API', () => {
       const clients = adminCall('/admin/clients', { name: 'wrong-token-client' }, authorization);
       await expectAdminError(clients, 401, 'invalid_token', `clients with ${authorization}`);
     }
+    // A user's own access token: a user, not an operator (CONTRACT §21).
+    const users = adminCall(
+      '/admin/users',
+      { username: 'wrong-token-user', password: PASSWORD },
+      `Bearer ${userToken}`,
+    );
+    await expectAdminError(users, 403, 'not_an_operator', 'users with a user token');
     // The username is still free: none of the refused calls created it.
     await expectStatus(
       service.call('/admin/users', {

@@ -22,6 +22,8 @@ describe('which audit events are webhook events', () => {
       // Recorded by the SMS fraud defence (issue 15), whatever its outcome.
       ['sms_country_paused', 'paused', 'sms.country_paused'],
       ['sms_country_paused', 'succeeded', 'sms.country_paused'],
+      // A change an operator made through the admin API (issue 30).
+      ['operator_action', 'succeeded', 'operator.action'],
     ];
     for (const [type, outcome, event] of mapping)
       assert.equal(webhookEventFor(type, outcome), event, `${type}:${outcome}`);

@@ -1,0 +1,136 @@
+// Operators (CONTRACT §21): accounts granted the role by the admin command line call the admin API
+// with their own access token, which must come from a sign-in with a second factor, fresh within
+// STEP_UP_MAX_AGE for a change. ADMIN_TOKEN still works for scripts. Every change an operator makes
+// is an audit event and an operator.action webhook naming them.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import * as OTPAuth from 'otpauth';
+import { runAdmin } from '../support/admin-cli.js';
+import { ADMIN_TOKEN, expectStatus, type Service, startService } from '../support/service.js';
+import { startWebhookReceiver } from '../support/webhook-receiver.js';
+
+const PASSWORD = 'an operator passphrase';
+
+let service: Service;
+let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
+
+before(async () => {
+  service = await startService({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  receiver = await startWebhookReceiver();
+});
+after(async () => {
+  await service.close();
+  await receiver.close();
+});
+
+/** A user with an authenticator app; `signIn` logs in with a fresh code (aal2). */
+async function userWithApp(username: string) {
+  const userId = await service.createUser(username, PASSWORD);
+  const token = await service.accessToken(username, PASSWORD);
+  const start = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
+  const app = OTPAuth.URI.parse(start.otpauth_uri) as OTPAuth.TOTP;
+  const code = () => app.generate({ timestamp: service.clock.now().getTime() });
+  await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: code() } }), 200);
+  return {
+    userId,
+    async signIn() {
+      service.clock.advance(30);
+      return service.accessToken(username, PASSWORD, { mfa_code: code() });
+    },
+  };
+}
+
+async function grant(command: 'grant-operator' | 'revoke-operator', username: string) {
+  const run = await runAdmin(service.config.databaseUrl, [command, username]);
+  assert.equal(run.code, 0, run.stderr);
+  return run.stdout;
+}
+
+describe('operators call the admin API with their own sign-in (CONTRACT §21)', () => {
+  let operator: Awaited<ReturnType<typeof userWithApp>>;
+  let target: string;
+
+  before(async () => {
+    operator = await userWithApp('olga');
+    target = await service.createUser('target-user', PASSWORD);
+  });
+
+  test('ADMIN_TOKEN still works for scripts', async () => {
+    await expectStatus(service.call('/admin/users?username=olga', { token: ADMIN_TOKEN }), 200);
+  });
+
+  test('an account that is not an operator gets 403 not_an_operator, whatever its sign-in', async () => {
+    const token = await operator.signIn();
+    const refused = await expectStatus(service.call('/admin/users?username=olga', { token }), 403);
+    assert.equal(refused.error, 'not_an_operator');
+    assert.match(refused.error_description, /grant-operator/);
+  });
+
+  test('granted by the command line, an operator signed in with a second factor reads and changes', async () => {
+    assert.match(await grant('grant-operator', 'olga'), /olga is an operator/);
+    const token = await operator.signIn();
+    const found = await expectStatus(service.call('/admin/users?username=target-user', { token }), 200);
+    assert.equal(found.id, target);
+    await expectStatus(service.call(`/admin/users/${target}/mfa`, { method: 'DELETE', token }), 204);
+  });
+
+  test('a password-only sign-in of an operator gets RFC 9470’s 401 asking for aal2', async () => {
+    // An operator without a second factor: the password alone gives tokens, which the admin API refuses.
+    await service.createUser('paul', PASSWORD);
+    assert.match(await grant('grant-operator', 'paul'), /paul is an operator/);
+    const weak = await service.accessToken('paul', PASSWORD);
+    const response = await service.call('/admin/users?username=paul', { token: weak });
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get('www-authenticate') ?? '', /insufficient_user_authentication.*acr_values="aal2"/);
+  });
+
+  test('a change needs the sign-in fresh: after STEP_UP_MAX_AGE it is refused with max_age, reads go on', async () => {
+    const token = await operator.signIn();
+    service.clock.advance(601);
+    await expectStatus(service.call('/admin/users?username=target-user', { token }), 200);
+    const response = await service.call(`/admin/users/${target}/mfa`, { method: 'DELETE', token });
+    assert.equal(response.status, 401);
+    assert.match(response.headers.get('www-authenticate') ?? '', /max_age=600/);
+  });
+
+  test('every change is an audit event and an operator.action webhook naming the operator, the action and its target', async () => {
+    const subscribed = await expectStatus(
+      service.call('/admin/webhooks', {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { url: `${receiver.url}/ops`, events: ['operator.action'] },
+      }),
+      201,
+    );
+    const token = await operator.signIn();
+    await expectStatus(service.call(`/admin/users/${target}/invite`, { method: 'POST', token }), 201);
+    const { events } = await expectStatus(
+      service.call(`/admin/users/${operator.userId}/events`, { token: ADMIN_TOKEN }),
+      200,
+    );
+    const recorded = events.find((event: { type: string }) => event.type === 'operator_action');
+    assert.deepEqual(recorded?.detail, {
+      operator_id: operator.userId,
+      action: 'POST /admin/users/:id/invite',
+      target_id: target,
+    });
+    const [delivery] = await receiver.waitFor('/ops', 1);
+    assert.ok(delivery, 'the webhook arrived');
+    const body = JSON.parse(delivery.body);
+    assert.equal(body.type, 'operator.action');
+    assert.deepEqual(
+      { operator_id: body.data.operator_id, action: body.data.action, target_id: body.data.target_id },
+      { operator_id: operator.userId, action: 'POST /admin/users/:id/invite', target_id: target },
+    );
+    await expectStatus(service.call(`/admin/webhooks/${subscribed.id}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+  });
+
+  test('revoked, the operator’s next call is refused', async () => {
+    const token = await operator.signIn();
+    assert.match(await grant('revoke-operator', 'olga'), /no longer an operator/);
+    assert.equal(
+      (await expectStatus(service.call('/admin/users?username=olga', { token }), 403)).error,
+      'not_an_operator',
+    );
+  });
+});
