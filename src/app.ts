@@ -24,6 +24,7 @@ import { oauthRoutes, REVOCATION_PATH, TOKEN_PATH } from './http/routes/oauth.js
 import { DISCOVERY_PATHS, JWKS_PATH, oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
 import { openIdRoutes, USERINFO_PATH } from './http/routes/openid.js';
 import { operationsRoutes } from './http/routes/operations.js';
+import { operatorViewRoutes } from './http/routes/operator-views.js';
 import { findPageDir, loadPage, type Page, pageRoutes } from './http/routes/pages.js';
 import { passwordRoutes } from './http/routes/password.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
@@ -139,7 +140,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   }
   if (!config.adminToken) {
     rootLogger.info(
-      'ADMIN_TOKEN is not set: scripts cannot use the admin API (every /admin/ call without an operator\'s access token answers 401); set it to use the API from scripts, or use the admin command line',
+      "ADMIN_TOKEN is not set: scripts cannot use the admin API (every /admin/ call without an operator's access token answers 401); set it to use the API from scripts, or use the admin command line",
     );
   }
   const hashSecret = await store.secrets.findServiceSecret(config.secretKey, clock.now());
@@ -389,6 +390,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   recoveryRoutes(app, { backupCodes, requireAccessToken });
   passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
+  operatorViewRoutes(app, { store, clock, requireAdmin });
   inviteRoutes(app, { invites: inviteRedemption });
   await app.register(cookie);
   registerCors(app, {

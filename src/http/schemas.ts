@@ -365,6 +365,57 @@ export const UserLookupQuery = Type.Object({
 
 export const UserSummary = Type.Object({ id: Type.String(), username: Type.String() });
 
+/** CONTRACT §21: the console's user search, a page at a time. */
+export const UserSearchQuery = Type.Object({
+  q: Type.Optional(
+    Type.String({ maxLength: 150, description: 'the start of the username (any case); none: everyone' }),
+  ),
+  after: Type.Optional(
+    Type.String({ maxLength: 150, description: 'the next_after of the previous page, for the page after it' }),
+  ),
+  // Query strings stay strings (no coercion): whole numbers are checked by their digits.
+  limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'users per page, 1 to 100 (20)' })),
+});
+
+export const UserSearchPage = Type.Object({
+  users: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      username: Type.String(),
+      mfa_enabled: Type.Boolean(),
+      is_operator: Type.Boolean(),
+      created_at: Type.String({ format: 'date-time' }),
+    }),
+  ),
+  next_after: Type.Optional(Type.String({ description: 'present when there may be more: send it as `after`' })),
+});
+
+export const StatsQuery = Type.Object({
+  hours: Type.Optional(
+    Type.String({
+      pattern: '^([1-9]|[1-9][0-9]|1[0-5][0-9]|16[0-8])$',
+      description: 'how many clock hours back, 1 to 168 (the last 7 days, the default)',
+    }),
+  ),
+});
+
+export const SmsStats = Type.Object({
+  since: Type.String({ format: 'date-time' }),
+  rows: Type.Array(Type.Object({ hour: Type.String(), country: Type.String(), sends: Type.Integer() })),
+});
+
+export const SignInStats = Type.Object({
+  since: Type.String({ format: 'date-time' }),
+  rows: Type.Array(
+    Type.Object({
+      hour: Type.String(),
+      succeeded: Type.Integer(),
+      refused: Type.Integer(),
+      throttled: Type.Integer(),
+    }),
+  ),
+});
+
 export const SecurityEvents = Type.Object({
   events: Type.Array(
     Type.Object({

@@ -8,6 +8,7 @@ import * as invites from './invites.js';
 import * as factors from './mfa-factors.js';
 import * as mfaTokens from './mfa-tokens.js';
 import * as codes from './one-time-codes.js';
+import * as operatorViews from './operator-views.js';
 import * as passkeySignIns from './passkey-sign-in-challenges.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as rememberedDevices from './remembered-devices.js';
@@ -62,6 +63,7 @@ export interface Store {
   invites: Bound<typeof invites>;
   passkeySignIns: Bound<typeof passkeySignIns>;
   rememberedDevices: Bound<typeof rememberedDevices>;
+  operatorViews: Bound<typeof operatorViews>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -90,6 +92,7 @@ export function createStore(db: Executor): Store {
     invites: bind(invites, db),
     passkeySignIns: bind(passkeySignIns, db),
     rememberedDevices: bind(rememberedDevices, db),
+    operatorViews: bind(operatorViews, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

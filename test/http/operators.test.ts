@@ -134,3 +134,64 @@ describe('operators call the admin API with their own sign-in (CONTRACT §21)', 
     );
   });
 });
+
+describe('what the console reads (CONTRACT §21), for scripts too', () => {
+  test('users by the start of their name, any case, a page at a time', async () => {
+    for (const name of ['Searchable-b', 'searchable-a', 'searchable-c', 'other-name']) {
+      await service.createUser(name, PASSWORD);
+    }
+    const first = await expectStatus(
+      service.call('/admin/users/search?q=SEARCHABLE&limit=2', { token: ADMIN_TOKEN }),
+      200,
+    );
+    assert.deepEqual(
+      first.users.map((user: { username: string }) => user.username),
+      ['searchable-a', 'Searchable-b'],
+    );
+    assert.equal(first.users[0].mfa_enabled, false);
+    assert.equal(first.next_after, 'Searchable-b');
+    const second = await expectStatus(
+      service.call(`/admin/users/search?q=searchable&limit=2&after=${first.next_after}`, { token: ADMIN_TOKEN }),
+      200,
+    );
+    assert.deepEqual(
+      second.users.map((user: { username: string }) => user.username),
+      ['searchable-c'],
+    );
+    assert.equal(second.next_after, undefined, 'the last page says so');
+    const refused = await expectStatus(service.call('/admin/users/search?limit=500', { token: ADMIN_TOKEN }), 400);
+    assert.match(refused.error_description, /limit/);
+  });
+
+  test('sign-ins per hour, counted by the database: successes, refusals and throttles', async () => {
+    await service.createUser('counted', PASSWORD);
+    const before = await expectStatus(service.call('/admin/stats/sign-ins?hours=1', { token: ADMIN_TOKEN }), 200);
+    const total = (stats: { rows: { succeeded: number; refused: number }[] }) =>
+      stats.rows.reduce(
+        (sum, row) => ({ succeeded: sum.succeeded + row.succeeded, refused: sum.refused + row.refused }),
+        { succeeded: 0, refused: 0 },
+      );
+    await expectStatus(service.login('counted', PASSWORD), 200);
+    await expectStatus(service.login('counted', 'not the password'), 400);
+    const after = await expectStatus(service.call('/admin/stats/sign-ins?hours=1', { token: ADMIN_TOKEN }), 200);
+    assert.deepEqual(total(after), {
+      succeeded: total(before).succeeded + 1,
+      refused: total(before).refused + 1,
+    });
+    assert.match(after.rows.at(-1).hour, /^\d{4}-\d\d-\d\dT\d\d:00:00\.000Z$/);
+  });
+
+  test('enrolment SMS per country per hour', async () => {
+    const name = 'sms-counted';
+    await service.createUser(name, PASSWORD);
+    const token = await service.accessToken(name, PASSWORD);
+    await expectStatus(
+      service.call('/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: '14155552671' } }),
+      200,
+    );
+    const stats = await expectStatus(service.call('/admin/stats/sms', { token: ADMIN_TOKEN }), 200);
+    const us = stats.rows.filter((row: { country: string }) => row.country === 'US');
+    assert.ok(us.length > 0 && us.at(-1).sends >= 1, JSON.stringify(stats));
+    assert.ok(new Date(stats.since).getTime() <= Date.now() - 166 * 3_600_000, 'the last 7 days by default');
+  });
+});
