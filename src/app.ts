@@ -227,7 +227,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     metrics,
     clock,
   });
-  const accounts = createAccounts({ store, clock, audit });
+  const accounts = createAccounts({ store, clock, audit, sessions });
   const invites = createInvites({ store, audit, clock, issuer: config.issuer });
   const inviteRedemption = createInviteRedemption({ store, passkeys: webauthn, tokens, audit, clock });
   const passwordChanges = createPasswords({ store, passwords, stepUp, sessions, audit, clock });

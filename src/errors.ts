@@ -27,6 +27,8 @@ export type ErrorCode =
   | 'too_many_factors'
   | 'too_few_passkeys'
   | 'no_password'
+  // Passwords (CONTRACT §20)
+  | 'weak_password'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'sms_rate_limited'

@@ -35,6 +35,7 @@ const STATUS: Record<ErrorCode, number> = {
   too_many_factors: 409,
   too_few_passkeys: 409,
   no_password: 409,
+  weak_password: 400,
   sms_cooldown: 429,
   sms_rate_limited: 429,
   sms_country_paused: 429,

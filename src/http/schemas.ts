@@ -4,7 +4,8 @@ import { FACTOR_NAME_PATTERN, FACTOR_TYPES, toFactorType } from '../mfa/factors/
 import { type PasskeyDetails, passkeyDetails } from '../mfa/factors/webauthn.js';
 import type { TokenResponse as TokenResponseRecord } from '../oauth/token-issuer.js';
 import type { Factor } from '../store/mfa-factors.js';
-import { PASSWORD_LENGTH, USERNAME_PATTERN } from '../users/accounts.js';
+import { USERNAME_PATTERN } from '../users/accounts.js';
+import { PASSWORD_LENGTH } from '../users/password-policy.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/outbox.js';
 
 // Wire names stay as the seed and the RFCs spell them; routes turn records into these shapes.
@@ -197,13 +198,19 @@ export const MfaRequiredError = Type.Object({
 const NewPassword = Type.String({
   minLength: PASSWORD_LENGTH.min,
   maxLength: PASSWORD_LENGTH.max,
-  description: 'a string of 8 to 1024 characters',
+  description:
+    'a string of 8 to 1024 characters, neither a common or breached password nor the username (400 weak_password otherwise)',
 });
 
 export const CreateUserBody = Type.Object({
   username: Type.String({ pattern: USERNAME_PATTERN, description: 'a string of 1 to 150 letters, digits or @.+_-' }),
   /** Absent: the account signs in with passkeys, the first made from the answer's invite_url (CONTRACT §19). */
   password: Type.Optional(NewPassword),
+});
+
+/** CONTRACT §20: an operator sets a user's password; every login of the user ends. */
+export const SetPasswordBody = Type.Object({
+  password: NewPassword,
 });
 
 export const CreatedUser = Type.Object({

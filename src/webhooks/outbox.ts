@@ -15,6 +15,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'mfa.throttled',
   'refresh_token.reused',
   'sms.country_paused',
+  'password.changed',
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -34,6 +35,8 @@ const FROM_AUDIT: Record<string, WebhookEventType> = {
   'login:throttled': 'login.throttled',
   'mfa_throttled:refused': 'mfa.throttled',
   'refresh_token_reuse:login_revoked': 'refresh_token.reused',
+  // The person's own change, or an operator's (CONTRACT §20).
+  password_changed: 'password.changed',
   // Recorded by the SMS fraud defence (CONTRACT §15) when a country's enrolment SMS pause.
   sms_country_paused: 'sms.country_paused',
 };

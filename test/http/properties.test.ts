@@ -108,6 +108,11 @@ const ADMIN_WEBHOOK_DELIVERIES = endpoint('GET', '/admin/webhooks/:id/deliveries
 const ADMIN_LIST_CLIENTS = endpoint('GET', '/admin/clients', 'admin');
 // Generated ids name no user: 404.
 const ADMIN_INVITE = endpoint('POST', '/admin/users/:id/invite', 'admin');
+// A generated password would replace a fixture user's: only refused credentials are sent.
+const ADMIN_SET_PASSWORD = endpoint('POST', '/admin/users/:id/password', 'admin', {
+  body: 'json',
+  fields: ['password'],
+});
 const PASSWORD_CHANGE = endpoint('PUT', '/mfa/password/', 'access_token', {
   body: 'json',
   fields: ['current_password', 'new_password'],
@@ -141,7 +146,13 @@ const SIGN_IN_ENDPOINTS = [
   signInCall('PUT', '/sms/verify/', ['mfa_code']),
 ];
 /** Admin calls that change what they name whatever the body: only refused credentials are sent to them. */
-const ADMIN_WITHOUT_SAFE_BODY = new Set([ADMIN_SIGNING_KEYS, ADMIN_DELETE_USER, ADMIN_RESET_MFA, ADMIN_INVITE]);
+const ADMIN_WITHOUT_SAFE_BODY = new Set([
+  ADMIN_SIGNING_KEYS,
+  ADMIN_DELETE_USER,
+  ADMIN_RESET_MFA,
+  ADMIN_INVITE,
+  ADMIN_SET_PASSWORD,
+]);
 const ENDPOINTS: readonly Endpoint[] = [
   GET_MFA,
   DELETE_MFA,
@@ -177,6 +188,7 @@ const ENDPOINTS: readonly Endpoint[] = [
   DEVICES,
   FORGET_DEVICE,
   ADMIN_INVITE,
+  ADMIN_SET_PASSWORD,
   ADMIN_USERS,
   ADMIN_CLIENTS,
   ADMIN_SIGNING_KEYS,

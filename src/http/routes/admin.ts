@@ -23,6 +23,7 @@ import {
   ErrorBody,
   InviteCreated,
   SecurityEvents,
+  SetPasswordBody,
   SigningKeyCreated,
   UpdateClientBody,
   UserIdParams,
@@ -99,6 +100,22 @@ export function adminRoutes(
     async (request, reply) => {
       const invite = await invites.issueInvite(request.params.id, contextOf(request));
       return reply.code(201).send({ invite_url: invite.url, expires_at: invite.expiresAt.toISOString() });
+    },
+  );
+
+  app.post(
+    '/admin/users/:id/password',
+    {
+      schema: {
+        params: UserIdParams,
+        body: SetPasswordBody,
+        response: { 204: {}, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+      },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await accounts.setPassword(request.params.id, request.body.password, contextOf(request));
+      return reply.code(204).send();
     },
   );
 
