@@ -29,6 +29,11 @@ export type ErrorCode =
   | 'no_password'
   // Passwords (CONTRACT §20)
   | 'weak_password'
+  // Email (CONTRACT §20)
+  | 'email_cooldown'
+  | 'email_rate_limited'
+  | 'email_address_rejected'
+  | 'mail_unavailable'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'sms_rate_limited'

@@ -29,6 +29,8 @@ export type SecurityEventType =
   | 'invite_used'
   | 'password_changed'
   | 'password_removed'
+  | 'email_code_check'
+  | 'email_verified'
   | 'device_remembered'
   | 'device_forgotten'
   | 'mfa_throttled'

@@ -22,6 +22,7 @@ describe('which audit events are webhook events', () => {
       // The person's own change and an operator's (CONTRACT §20).
       ['password_changed', 'succeeded', 'password.changed'],
       ['password_changed', 'set_by_operator', 'password.changed'],
+      ['email_verified', 'succeeded', 'email.verified'],
       // Recorded by the SMS fraud defence (issue 15), whatever its outcome.
       ['sms_country_paused', 'paused', 'sms.country_paused'],
       ['sms_country_paused', 'succeeded', 'sms.country_paused'],
