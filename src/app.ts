@@ -18,6 +18,7 @@ import { registerJsonBodies } from './http/json-body.js';
 import { contextOf, createClientAddressResolver, lazyRequestLogger, requestIdFor } from './http/request-context.js';
 import { adminRoutes } from './http/routes/admin.js';
 import { deviceRoutes } from './http/routes/devices.js';
+import { emailRoutes } from './http/routes/email.js';
 import { inviteRoutes } from './http/routes/invites.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes, REVOCATION_PATH, TOKEN_PATH } from './http/routes/oauth.js';
@@ -37,6 +38,8 @@ import { createRememberedDevices } from './logins/remembered-devices.js';
 import { createSessions } from './logins/sessions.js';
 import { createSignInSessions } from './logins/sign-in-sessions.js';
 import { createStepUp } from './logins/step-up.js';
+import { createConsoleMailSender } from './mail/console-sender.js';
+import { createSmtpSender } from './mail/smtp-sender.js';
 import { createMetrics } from './metrics/metrics.js';
 import { createBackupCodes } from './mfa/backup-codes.js';
 import { createCountryBudgets } from './mfa/country-budgets.js';
@@ -72,6 +75,7 @@ import { checkSchemaIsCurrent } from './store/migrate.js';
 import { createStore } from './store/store.js';
 import type { Tracing } from './tracing.js';
 import { createAccounts } from './users/accounts.js';
+import { createEmails } from './users/emails.js';
 import { createInviteRedemption, createInvites } from './users/invites.js';
 import { createPasswords } from './users/passwords.js';
 import { createDeliveryWorker } from './webhooks/delivery-worker.js';
@@ -86,6 +90,8 @@ export interface AppDeps {
   logStream?: DestinationStream;
   /** Where the console SMS sink prints (default stderr). */
   consoleSmsWrite?: (line: string) => void;
+  /** Where the console mail sink prints, when SMTP_URL is unset (default stderr). */
+  consoleMailWrite?: (line: string) => void;
   /** The folder of the built pages, one folder each (default: dist/ of this checkout). */
   pagesDir?: string;
   /** OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts). */
@@ -244,9 +250,22 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     metrics,
     clock,
   });
-  const accounts = createAccounts({ store, clock, audit });
+  const accounts = createAccounts({ store, clock, audit, sessions });
   const invites = createInvites({ store, audit, clock, issuer: config.issuer });
   const inviteRedemption = createInviteRedemption({ store, passkeys: webauthn, tokens, audit, clock });
+  const emails = createEmails({
+    store,
+    mail:
+      config.mail.kind === 'smtp'
+        ? createSmtpSender(config.mail)
+        : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line))),
+    stepUp,
+    audit,
+    clock,
+    codeKey,
+    limits: config.smsLimits,
+    serviceName: config.serviceName,
+  });
   const passwordChanges = createPasswords({ store, passwords, stepUp, sessions, audit, clock });
   const webhookSettings = {
     sealingKey: deriveKey(hashSecret, WEBHOOK_SEALING_PURPOSE),
@@ -389,6 +408,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   webauthnRoutes(app, { webauthn, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
   passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
+  emailRoutes(app, { emails, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
   operatorViewRoutes(app, { store, clock, requireAdmin });
   inviteRoutes(app, { invites: inviteRedemption });
@@ -424,7 +444,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     });
   });
   oauthMetadataRoutes(app, { issuer: config.issuer, keys });
-  adminRoutes(app, { accounts, invites, clients, keys, audit, removal, webhooks, requireAdmin });
+  adminRoutes(app, { accounts, emails, invites, clients, keys, audit, removal, webhooks, requireAdmin });
   operationsRoutes(app, {
     checkReadiness: () => checkSchemaIsCurrent(deps.db),
     registry,

@@ -38,6 +38,10 @@ export interface WebauthnConfig {
 }
 
 export type SmsProviderConfig = { kind: 'console' } | TwilioConfig;
+/** CONTRACT §20: where mail goes. SMTP_URL unset: the console, refused in production. */
+export type MailConfig =
+  | { kind: 'console'; from: string }
+  | { kind: 'smtp'; url: string; from: string; timeoutMs: number };
 /** CONTRACT §15: the provider that takes over when the primary fails or is silent. */
 export type SmsFallbackConfig = TwilioConfig | VonageConfig;
 
@@ -59,6 +63,7 @@ export interface Config {
   /** Undefined: no failover. */
   smsFallback?: SmsFallbackConfig;
   smsLimits: SmsLimits;
+  mail: MailConfig;
   /** Undefined: a key kept in the database is used, with a warning at start (refused in production). */
   secretKey?: string;
   /** Security events older than this are deleted. */
@@ -190,6 +195,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     sms: loadSmsProvider(value, isProduction),
     smsFallback: loadSmsFallback(value),
     smsLimits: loadSmsLimits(value, integer),
+    mail: loadMail(value, issuer, integer('SMTP_TIMEOUT_MS', PROVIDER_TIMEOUT_MS, 100, 120_000)),
     secretKey,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', 90, 1, 36_500),
     stepUpMaxAgeSeconds: integer('STEP_UP_MAX_AGE', 600, 30, 86_400),
@@ -206,7 +212,30 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'SECRET_KEY is required when NODE_ENV=production: it encrypts the signing keys at rest (32+ characters)',
     );
   }
+  // After SECRET_KEY, so that an operator moving to production hears of the older requirement first.
+  if (config.mail.kind === 'console' && isProduction) {
+    throw new ConfigError(
+      'SMTP_URL is required when NODE_ENV=production (e.g. smtp://user:pass@smtp.example.com:587): email codes must reach people, not the console',
+    );
+  }
   return deepFreeze(config);
+}
+
+function loadMail(value: Reader, issuer: string, timeoutMs: number): MailConfig {
+  const from = value('MAIL_FROM') ?? `no-reply@${new URL(issuer).hostname}`;
+  // A display name is allowed: "MFA <no-reply@example.com>".
+  if (!/^([^<>\r\n]*<)?[^\s@<>]+@[^\s@<>]+>?$/.test(from)) {
+    throw new ConfigError(
+      `MAIL_FROM must be an address, optionally with a name ("MFA <no-reply@example.com>"), got "${from}"`,
+    );
+  }
+  const url = value('SMTP_URL');
+  if (url === undefined) return { kind: 'console', from };
+  // Not quoted back: the URL holds the SMTP password.
+  if (!URL.canParse(url) || !['smtp:', 'smtps:'].includes(new URL(url).protocol) || !new URL(url).hostname) {
+    throw new ConfigError('SMTP_URL must be smtp://user:pass@host:587 (STARTTLS) or smtps://user:pass@host:465');
+  }
+  return { kind: 'smtp', url, from, timeoutMs };
 }
 
 type Reader = (name: string) => string | undefined;

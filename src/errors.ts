@@ -28,6 +28,13 @@ export type ErrorCode =
   | 'too_many_factors'
   | 'too_few_passkeys'
   | 'no_password'
+  // Passwords (CONTRACT §20)
+  | 'weak_password'
+  // Email (CONTRACT §20)
+  | 'email_cooldown'
+  | 'email_rate_limited'
+  | 'email_address_rejected'
+  | 'mail_unavailable'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'sms_rate_limited'

@@ -33,6 +33,8 @@ export type SecurityEventType =
   | 'invite_used'
   | 'password_changed'
   | 'password_removed'
+  | 'email_code_check'
+  | 'email_verified'
   | 'device_remembered'
   | 'operator_action'
   | 'operator_granted'

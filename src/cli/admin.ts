@@ -44,7 +44,7 @@ function createServices(store: Store, config: Config) {
   const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
   const sessions = createSessions({ accessTokenTtlSeconds });
   return {
-    accounts: createAccounts({ store, clock, audit }),
+    accounts: createAccounts({ store, clock, audit, sessions }),
     invites: createInvites({ store, audit, clock, issuer: config.issuer }),
     removal: createMfaRemoval({ store, sessions, audit, clock }),
     clients: createClients({ store, clock }),
@@ -80,6 +80,19 @@ const COMMANDS: Record<string, Command> = {
       const password = await readPassword();
       const user = await accounts.createUser(username, password);
       print(`created user ${user.username} (${user.id})`);
+    },
+  },
+  'set-password': {
+    usage: 'set-password <username>',
+    summary: "set a user's password, read from standard input; every login of the user ends",
+    help: 'The password is the first line of standard input, as for create-user:\n  printf "%s" "$PASSWORD" | npm run admin -- set-password alice\nIt must be 8 to 1024 characters, not a common or breached password, and not the username.\nEvery login and sign-in session of the user ends, tokens included.',
+    arity: 1,
+    argumentHint: 'The password is read from standard input, never from an argument or an option.',
+    async run([username = ''], { accounts }) {
+      const user = await accounts.getUser(username);
+      const password = await readPassword();
+      await accounts.setPassword(user.id, password);
+      print(`password set for ${user.username}; every login of the user has ended`);
     },
   },
   invite: {

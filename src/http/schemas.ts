@@ -5,7 +5,9 @@ import { type PasskeyDetails, passkeyDetails } from '../mfa/factors/webauthn.js'
 import { PHONE_NUMBER_EXAMPLES } from '../mfa/phone-numbers.js';
 import type { TokenResponse as TokenResponseRecord } from '../oauth/token-issuer.js';
 import type { Factor } from '../store/mfa-factors.js';
-import { PASSWORD_LENGTH, USERNAME_PATTERN } from '../users/accounts.js';
+import { USERNAME_PATTERN } from '../users/accounts.js';
+import { EMAIL_MAX_LENGTH, EMAIL_PATTERN } from '../users/emails.js';
+import { PASSWORD_LENGTH } from '../users/password-policy.js';
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../webhooks/outbox.js';
 
 // Wire names stay as the seed and the RFCs spell them; routes turn records into these shapes.
@@ -198,18 +200,42 @@ export const MfaRequiredError = Type.Object({
 const NewPassword = Type.String({
   minLength: PASSWORD_LENGTH.min,
   maxLength: PASSWORD_LENGTH.max,
-  description: 'a string of 8 to 1024 characters',
+  description:
+    'a string of 8 to 1024 characters, neither a common or breached password nor the username (400 weak_password otherwise)',
+});
+
+const Email = Type.String({
+  pattern: EMAIL_PATTERN,
+  maxLength: EMAIL_MAX_LENGTH,
+  description: 'an email address (name@example.com), at most 254 characters',
 });
 
 export const CreateUserBody = Type.Object({
   username: Type.String({ pattern: USERNAME_PATTERN, description: 'a string of 1 to 150 letters, digits or @.+_-' }),
   /** Absent: the account signs in with passkeys, the first made from the answer's invite_url (CONTRACT §19). */
   password: Type.Optional(NewPassword),
+  /** CONTRACT §20: an address an operator gives counts as verified. */
+  email: Type.Optional(Email),
+});
+
+/** CONTRACT §20: the user's address; `email` is "" when there is none. */
+export const EmailState = Type.Object({ email: Type.String(), verified: Type.Boolean() });
+
+export const EmailRequestBody = Type.Object({ email: Email });
+
+export const EmailVerifyBody = Type.Object({
+  mfa_code: Type.String({ pattern: '^[0-9]{6}$', description: 'the 6 digits mailed to the address, as a string' }),
+});
+
+/** CONTRACT §20: an operator sets a user's password; every login of the user ends. */
+export const SetPasswordBody = Type.Object({
+  password: NewPassword,
 });
 
 export const CreatedUser = Type.Object({
   id: Type.String(),
   username: Type.String(),
+  email: Type.Optional(Type.String()),
   invite_url: Type.Optional(Type.String()),
 });
 

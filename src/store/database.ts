@@ -33,6 +33,10 @@ export interface UserTable {
   created_at: IsoTime;
   /** 1 for an operator (CONTRACT §21): their access token may call the admin API. */
   is_operator: Generated<number>;
+  /** CONTRACT §20: the user's address, null when none. */
+  email: string | null;
+  /** When the address was proved (a code came back) or given by an operator; null while it is not. */
+  email_verified_at: IsoTime | null;
 }
 
 export interface OAuthClientTable {
@@ -387,6 +391,19 @@ export interface WebhookAttemptTable {
   attempted_at: IsoTime;
 }
 
+/** CONTRACT §20: the code mailed to an address the user asked for, one per user, stored keyed-hashed. */
+export interface EmailCodeTable {
+  user_id: string;
+  /** New with each code: the key its hash is made under. */
+  id: string;
+  email: string;
+  code_hash: string;
+  attempts: Generated<number>;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
 export interface Database {
   user: UserTable;
   oauth_client: OAuthClientTable;
@@ -400,6 +417,7 @@ export interface Database {
   webauthn_challenge: WebauthnChallengeTable;
   mfa_factor: MfaFactorTable;
   one_time_code: OneTimeCodeTable;
+  email_code: EmailCodeTable;
   sms_cooldown: SmsCooldownTable;
   sms_counter: SmsCounterTable;
   sms_country_pause: SmsCountryPauseTable;

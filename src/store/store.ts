@@ -3,6 +3,7 @@ import * as authorizationCodes from './authorization-codes.js';
 import * as backupCodes from './backup-codes.js';
 import * as clients from './clients.js';
 import type { Database, Executor } from './database.js';
+import * as emails from './emails.js';
 import * as interactions from './interactions.js';
 import * as invites from './invites.js';
 import * as factors from './mfa-factors.js';
@@ -45,6 +46,7 @@ export interface Store {
   factors: Bound<typeof factors>;
   mfaTokens: Bound<typeof mfaTokens>;
   codes: Bound<typeof codes>;
+  emails: Bound<typeof emails>;
   smsQuota: Bound<typeof smsQuota>;
   smsCountryPauses: Bound<typeof smsCountryPauses>;
   refreshTokens: Bound<typeof refreshTokens>;
@@ -74,6 +76,7 @@ export function createStore(db: Executor): Store {
     factors: bind(factors, db),
     mfaTokens: bind(mfaTokens, db),
     codes: bind(codes, db),
+    emails: bind(emails, db),
     smsQuota: bind(smsQuota, db),
     smsCountryPauses: bind(smsCountryPauses, db),
     refreshTokens: bind(refreshTokens, db),

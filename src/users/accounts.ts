@@ -1,32 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import type { AuditTrail } from '../audit/audit-trail.js';
+import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
-import { hashPassword, MAX_PASSWORD_LENGTH } from '../crypto/passwords.js';
+import { hashPassword } from '../crypto/passwords.js';
 import { ServiceError } from '../errors.js';
+import type { Sessions } from '../logins/sessions.js';
 import type { Store } from '../store/store.js';
+import { requireAcceptablePassword } from './password-policy.js';
 
 /** Usernames: 1 to 150 of letters, digits and @.+_- (emails fit). */
 export const USERNAME_PATTERN = '^[A-Za-z0-9@.+_-]{1,150}$';
-/** NIST SP 800-63B's minimum; the maximum keeps Argon2 input bounded. */
-export const PASSWORD_LENGTH = { min: 8, max: MAX_PASSWORD_LENGTH } as const;
-
 /** What an account without a password holds where the hash would be: no password matches it. */
 export const NO_PASSWORD_HASH = '';
-
-/** Throws 400 `invalid_request` saying why, unless `password` may be set. */
-export function requireAcceptablePassword(password: string): void {
-  // A lone surrogate has no UTF-8 form: hashed, it would become U+FFFD and match other passwords.
-  if (!password.isWellFormed()) {
-    throw new ServiceError(
-      'invalid_request',
-      'password must be well-formed Unicode (it holds a lone surrogate, half of a character); send the whole character',
-    );
-  }
-  const length = [...password.normalize('NFC')].length;
-  if (length < PASSWORD_LENGTH.min || length > PASSWORD_LENGTH.max) {
-    throw new ServiceError('invalid_request', 'password must be 8 to 1024 characters');
-  }
-}
 
 /** Usernames are compared without case: `Alice` and `alice` are one account (and one throttle). */
 export function foldUsername(username: string): string {
@@ -34,17 +18,28 @@ export function foldUsername(username: string): string {
 }
 
 /** User accounts, made and reset by the operator. */
-export function createAccounts({ store, clock, audit }: { store: Store; clock: Clock; audit: AuditTrail }) {
+export function createAccounts({
+  store,
+  clock,
+  audit,
+  sessions,
+}: {
+  store: Store;
+  clock: Clock;
+  audit: AuditTrail;
+  sessions: Sessions;
+}) {
   /**
    * Creates the user with an Argon2id password hash, keeping the username's spelling, or without a
    * password (CONTRACT §19: the account signs in with passkeys, the first made from an invite);
-   * throws 400 `invalid_request`, 409 `username_taken` (also for the same name in another case).
+   * throws 400 `invalid_request`, 400 `weak_password`, 409 `username_taken` (also for the same
+   * name in another case).
    */
   async function createUser(username: string, password?: string): Promise<{ id: string; username: string }> {
     if (!new RegExp(USERNAME_PATTERN).test(username)) {
       throw new ServiceError('invalid_request', 'username must be 1 to 150 letters, digits or @.+_-');
     }
-    if (password !== undefined) requireAcceptablePassword(password);
+    if (password !== undefined) await requireAcceptablePassword(password, username);
     const user = {
       id: randomUUID(),
       username,
@@ -71,6 +66,25 @@ export function createAccounts({ store, clock, audit }: { store: Store; clock: C
     return user;
   }
 
+  /**
+   * The operator sets the user's password (CONTRACT §20): every login and sign-in session of the
+   * user ends, none spared, as the operator may be acting because the old one leaked. Throws 404
+   * `not_found`, 400 `invalid_request` or `weak_password`.
+   */
+  async function setPassword(userId: string, password: string, context?: RequestContext): Promise<void> {
+    const user = await getUserById(userId);
+    await requireAcceptablePassword(password, user.username);
+    const hash = await hashPassword(password);
+    const now = clock.now();
+    await store.transaction(async (tx) => {
+      // Behind the user's row, as every change that ends logins (CONTRACT §14).
+      await tx.factors.lockUserMfa(userId);
+      if (!(await tx.users.setPasswordHash(userId, hash))) throw new ServiceError('not_found', 'no user has this id');
+      await sessions.endUserSessions(tx, userId, now);
+      await audit.record('password_changed', 'set_by_operator', { userId, context }, tx);
+    });
+  }
+
   /** Deletes the user with everything of theirs: factors, codes, tokens; throws 404 `not_found`. */
   async function deleteUser(userId: string): Promise<void> {
     if (!(await store.users.deleteUser(userId))) throw new ServiceError('not_found', 'no such user');
@@ -90,6 +104,7 @@ export function createAccounts({ store, clock, audit }: { store: Store; clock: C
     createUser,
     getUser,
     getUserById,
+    setPassword,
     deleteUser,
     setOperator,
     listUsers: () => store.factors.listUsersWithFactors(),

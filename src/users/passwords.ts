@@ -6,7 +6,8 @@ import type { Sessions } from '../logins/sessions.js';
 import type { LoginProof, StepUp } from '../logins/step-up.js';
 import type { PasswordCheck } from '../oauth/password-check.js';
 import type { Store } from '../store/store.js';
-import { NO_PASSWORD_HASH, requireAcceptablePassword } from './accounts.js';
+import { NO_PASSWORD_HASH } from './accounts.js';
+import { requireAcceptablePassword } from './password-policy.js';
 
 /** CONTRACT §19: the password may go once the account holds this many passkeys, so that losing one does not lock it out. */
 const PASSKEYS_TO_GO_WITHOUT_PASSWORD = 2;
@@ -34,7 +35,7 @@ export function createPasswords({
   /**
    * Sets a new password. An account that has one must give it (`current`): a wrong one is 400
    * `invalid_grant` and counts in the password throttle. Throws the step-up rule's 401, 400
-   * `invalid_request` for a password that may not be set.
+   * `invalid_request` or `weak_password` for a password that may not be set (password-policy.ts).
    */
   async function changePassword(
     login: LoginProof,
@@ -50,7 +51,7 @@ export function createPasswords({
       }
       await passwords.checkPassword(user.username, change.current, context);
     }
-    requireAcceptablePassword(change.next);
+    await requireAcceptablePassword(change.next, user.username);
     const hash = await hashPassword(change.next);
     await replacePassword(login, hash, 'password_changed', context);
   }

@@ -16,6 +16,8 @@ export const WEBHOOK_EVENT_TYPES = [
   'refresh_token.reused',
   'sms.country_paused',
   'operator.action',
+  'password.changed',
+  'email.verified',
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -35,6 +37,9 @@ const FROM_AUDIT: Record<string, WebhookEventType> = {
   'login:throttled': 'login.throttled',
   'mfa_throttled:refused': 'mfa.throttled',
   'refresh_token_reuse:login_revoked': 'refresh_token.reused',
+  // The person's own change, or an operator's (CONTRACT §20).
+  password_changed: 'password.changed',
+  'email_verified:succeeded': 'email.verified',
   // Recorded by the SMS fraud defence (CONTRACT §15) when a country's enrolment SMS pause.
   sms_country_paused: 'sms.country_paused',
   // CONTRACT §21: a change made by an operator through the admin API (the console).

@@ -42,6 +42,7 @@ const PRODUCTION_SETTINGS = {
   TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000001',
   TWILIO_AUTH_TOKEN: 'twilio-auth-token',
   TWILIO_FROM: '+15005550006',
+  SMTP_URL: 'smtp://mail.example.com:587',
 };
 
 describe('the Dockerfile', () => {
@@ -104,7 +105,7 @@ describe('the Dockerfile', () => {
     assert.ok(madeForUser, `no RUN gives ${posix.dirname(database[1])} to ${user}`);
 
     assert.doesNotThrow(() => loadConfig({ ...imageEnv, ...PRODUCTION_SETTINGS }));
-    for (const variable of ['SECRET_KEY', 'SMS_PROVIDER']) {
+    for (const variable of ['SECRET_KEY', 'SMS_PROVIDER', 'SMTP_URL']) {
       const { [variable as keyof typeof PRODUCTION_SETTINGS]: _left, ...rest } = PRODUCTION_SETTINGS;
       assert.throws(
         () => loadConfig({ ...imageEnv, ...rest }),

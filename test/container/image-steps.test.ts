@@ -264,6 +264,7 @@ test("the image's steps in a clean folder: the build stage's RUN steps succeed, 
     TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000000',
     TWILIO_AUTH_TOKEN: 'image-test-twilio-token',
     TWILIO_FROM: '+15005550006',
+    SMTP_URL: 'smtp://127.0.0.1:9',
     TWILIO_API_URL: 'http://127.0.0.1:9',
   };
   const command = execForm(instructionsOf(image, 'CMD').at(-1)?.args ?? '');

@@ -13,6 +13,7 @@ import { eventually, startWebhookReceiver, verifyWebhook } from '../support/webh
 const PASSWORD = 'correct horse battery';
 const COMMANDS = [
   'create-user',
+  'set-password',
   'create-client',
   'show-client',
   'set-mfa-challenge',
@@ -153,6 +154,29 @@ describe('admin CLI', { concurrency: 4 }, () => {
     assert.equal(await loginStatus('cli-taken', PASSWORD), 200, 'the first user is unchanged');
     assert.equal(await loginStatus('cli-taken', 'another password'), 400);
     assert.ok(!(await service.dumpDatabase()).includes('cli-empty'), 'nobody was created');
+  });
+
+  test('set-password takes the new password from standard input, ends every login of the user, and refuses a weak one', async () => {
+    const userId = await service.createUser('cli-setpw', PASSWORD);
+    const before = await expectStatus(service.login('cli-setpw', PASSWORD), 200);
+    const next = 'lantern orbit kettle whistle';
+    const weak = await admin(['set-password', 'cli-setpw'], { stdin: 'letmein123\n' });
+    assertRefused(weak, 1, /^error: this password is one of the most common ones/m);
+    assert.ok(!weak.stderr.includes('letmein123'), 'the refused password is not echoed');
+    assert.equal(await loginStatus('cli-setpw', PASSWORD), 200, 'a refused password changes nothing');
+
+    const run = await admin(['set-password', 'cli-setpw'], { stdin: `${next}\nnot part of it\n` });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^password set for cli-setpw; every login of the user has ended$/m);
+    assert.ok(!`${run.stdout}${run.stderr}`.includes(next), 'the password is not echoed');
+    await expectStatus(service.call('/mfa/password/', { token: before.access_token }), 401);
+    assert.equal(await loginStatus('cli-setpw', PASSWORD), 400);
+    const after = await expectStatus(service.login('cli-setpw', next), 200);
+    assert.equal(decodeJwt(after.access_token).sub, userId);
+
+    const argv = await admin(['set-password', 'cli-setpw', 'password-in-argv'], { stdin: `${next}\n` });
+    assertRefused(argv, 2, /standard input/);
+    assertRefused(await admin(['set-password', 'cli-nobody'], { stdin: `${next}\n` }), 1, /^error: no user is called/m);
   });
 
   test('create-client prints its id and secret once; the client then authenticates, and the secret is stored only hashed', async () => {

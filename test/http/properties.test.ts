@@ -88,7 +88,10 @@ const INTROSPECT = endpoint('POST', '/mfa/oauth2/introspect/', 'client', {
   fields: TOKEN_BODY_FIELDS,
   mayAnswer2xx: true,
 });
-const ADMIN_USERS = endpoint('POST', '/admin/users', 'admin', { body: 'json', fields: ['username', 'password'] });
+const ADMIN_USERS = endpoint('POST', '/admin/users', 'admin', {
+  body: 'json',
+  fields: ['username', 'password', 'email'],
+});
 const ADMIN_CLIENTS = endpoint('POST', '/admin/clients', 'admin', { body: 'json', fields: ['name'] });
 const ADMIN_SIGNING_KEYS = endpoint('POST', '/admin/signing-keys', 'admin');
 const ADMIN_EVENTS = endpoint('GET', '/admin/users/:id/events', 'admin');
@@ -108,12 +111,20 @@ const ADMIN_WEBHOOK_DELIVERIES = endpoint('GET', '/admin/webhooks/:id/deliveries
 const ADMIN_LIST_CLIENTS = endpoint('GET', '/admin/clients', 'admin');
 // Generated ids name no user: 404.
 const ADMIN_INVITE = endpoint('POST', '/admin/users/:id/invite', 'admin');
+// A generated password would replace a fixture user's: only refused credentials are sent.
+const ADMIN_SET_PASSWORD = endpoint('POST', '/admin/users/:id/password', 'admin', {
+  body: 'json',
+  fields: ['password'],
+});
 const PASSWORD_CHANGE = endpoint('PUT', '/mfa/password/', 'access_token', {
   body: 'json',
   fields: ['current_password', 'new_password'],
 });
 const PASSWORD_REMOVE = endpoint('DELETE', '/mfa/password/', 'access_token');
 const PASSWORD_STATE = endpoint('GET', '/mfa/password/', 'access_token');
+const EMAIL_STATE = endpoint('GET', '/mfa/email/', 'access_token');
+const EMAIL_REQUEST = endpoint('PUT', '/mfa/email/request/', 'access_token', { body: 'json', fields: ['email'] });
+const EMAIL_VERIFY = endpoint('PUT', '/mfa/email/verify/', 'access_token', { body: 'json', fields: ['mfa_code'] });
 const DEVICES = endpoint('GET', '/mfa/devices/', 'access_token');
 // Generated ids name no remembered device: 404.
 const FORGET_DEVICE = endpoint('DELETE', '/mfa/devices/:id/', 'access_token');
@@ -141,7 +152,13 @@ const SIGN_IN_ENDPOINTS = [
   signInCall('PUT', '/sms/verify/', ['mfa_code']),
 ];
 /** Admin calls that change what they name whatever the body: only refused credentials are sent to them. */
-const ADMIN_WITHOUT_SAFE_BODY = new Set([ADMIN_SIGNING_KEYS, ADMIN_DELETE_USER, ADMIN_RESET_MFA, ADMIN_INVITE]);
+const ADMIN_WITHOUT_SAFE_BODY = new Set([
+  ADMIN_SIGNING_KEYS,
+  ADMIN_DELETE_USER,
+  ADMIN_RESET_MFA,
+  ADMIN_INVITE,
+  ADMIN_SET_PASSWORD,
+]);
 const ENDPOINTS: readonly Endpoint[] = [
   GET_MFA,
   DELETE_MFA,
@@ -174,12 +191,16 @@ const ENDPOINTS: readonly Endpoint[] = [
   PASSWORD_CHANGE,
   PASSWORD_REMOVE,
   PASSWORD_STATE,
+  EMAIL_STATE,
+  EMAIL_REQUEST,
+  EMAIL_VERIFY,
   DEVICES,
   FORGET_DEVICE,
   endpoint('GET', '/admin/users/search', 'admin'),
   endpoint('GET', '/admin/stats/sms', 'admin'),
   endpoint('GET', '/admin/stats/sign-ins', 'admin'),
   ADMIN_INVITE,
+  ADMIN_SET_PASSWORD,
   ADMIN_USERS,
   ADMIN_CLIENTS,
   ADMIN_SIGNING_KEYS,
@@ -1028,6 +1049,10 @@ function passingCredentials(target: Endpoint): fc.Arbitrary<Credentials> {
         'PUT /mfa/webauthn/request/': [weakMfaToken],
         // The weak login is refused (MFA is on, and it is old): the password stays.
         'PUT /mfa/password/': [weakMfaToken],
+        // The weak login may not change the address (MFA is on); no code is pending for any user.
+        'PUT /mfa/email/request/': [weakMfaToken],
+        'PUT /mfa/email/verify/': [weakMfaToken, strongToken, plainToken, pendingToken],
+        'GET /mfa/email/': [weakMfaToken, strongToken, plainToken, pendingToken],
         // No user has two passkeys: 409 for the strong login, 401 for the others.
         'DELETE /mfa/password/': [weakMfaToken, strongToken, plainToken, pendingToken],
         // Nothing is pending for these users: nothing to verify.

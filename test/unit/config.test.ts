@@ -220,8 +220,20 @@ describe('loadConfig for production', () => {
     assert.throws(() => loadConfig({ NODE_ENV: 'production', ...TWILIO }), namesVariable('SECRET_KEY'));
   });
 
-  test('NODE_ENV=production with Twilio and SECRET_KEY configured starts, flagged as production', () => {
-    const config = loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'k'.repeat(32), ...TWILIO });
+  test('NODE_ENV=production refuses to start without SMTP_URL: email codes must reach people, not the console', () => {
+    assert.throws(
+      () => loadConfig({ NODE_ENV: 'production', SECRET_KEY: 'k'.repeat(32), ...TWILIO }),
+      namesVariable('SMTP_URL'),
+    );
+  });
+
+  test('NODE_ENV=production with Twilio, SMTP and SECRET_KEY configured starts, flagged as production', () => {
+    const config = loadConfig({
+      NODE_ENV: 'production',
+      SECRET_KEY: 'k'.repeat(32),
+      SMTP_URL: 'smtp://user:pass@smtp.example.com:587',
+      ...TWILIO,
+    });
     assert.equal(config.isProduction, true);
     assert.equal(config.sms.kind, 'twilio');
   });
@@ -232,6 +244,41 @@ describe('loadConfig for production', () => {
       assert.equal(config.isProduction, false);
       assert.equal(config.sms.kind, 'console');
     }
+  });
+});
+
+describe('loadConfig for mail (CONTRACT §20)', () => {
+  test("without SMTP_URL mail goes to the console, from no-reply at the issuer's host", () => {
+    assert.deepEqual(loadConfig({ ISSUER: 'https://auth.example.com' }).mail, {
+      kind: 'console',
+      from: 'no-reply@auth.example.com',
+    });
+  });
+
+  test('SMTP_URL, MAIL_FROM with a name, and a 10 s timeout by default', () => {
+    assert.deepEqual(
+      loadConfig({ SMTP_URL: 'smtps://user:pass@smtp.example.com:465', MAIL_FROM: 'Example <auth@example.com>' }).mail,
+      {
+        kind: 'smtp',
+        url: 'smtps://user:pass@smtp.example.com:465',
+        from: 'Example <auth@example.com>',
+        timeoutMs: 10_000,
+      },
+    );
+  });
+
+  test('an SMTP_URL that is not smtp(s):// or a MAIL_FROM that is no address is refused, the URL not quoted back', () => {
+    for (const url of ['http://smtp.example.com', 'smtp://', 'not a url with pass:secret']) {
+      assert.throws(
+        () => loadConfig({ SMTP_URL: url }),
+        (error: Error) => {
+          assert.match(error.message, /^SMTP_URL/);
+          assert.ok(!error.message.includes('secret'));
+          return true;
+        },
+      );
+    }
+    assert.throws(() => loadConfig({ MAIL_FROM: 'nobody' }), namesVariable('MAIL_FROM'));
   });
 });
 

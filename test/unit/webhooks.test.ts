@@ -19,6 +19,10 @@ describe('which audit events are webhook events', () => {
       ['login', 'throttled', 'login.throttled'],
       ['mfa_throttled', 'refused', 'mfa.throttled'],
       ['refresh_token_reuse', 'login_revoked', 'refresh_token.reused'],
+      // The person's own change and an operator's (CONTRACT §20).
+      ['password_changed', 'succeeded', 'password.changed'],
+      ['password_changed', 'set_by_operator', 'password.changed'],
+      ['email_verified', 'succeeded', 'email.verified'],
       // Recorded by the SMS fraud defence (issue 15), whatever its outcome.
       ['sms_country_paused', 'paused', 'sms.country_paused'],
       ['sms_country_paused', 'succeeded', 'sms.country_paused'],

@@ -5,6 +5,7 @@ import type { ClientSettings as ClientSettingsRecord, Clients } from '../../oaut
 import type { SigningKeys } from '../../oauth/signing-keys.js';
 import type { WebhookEndpoint } from '../../store/webhooks.js';
 import type { Accounts } from '../../users/accounts.js';
+import type { Emails } from '../../users/emails.js';
 import type { Invites } from '../../users/invites.js';
 import type { WebhookEndpoints } from '../../webhooks/endpoints.js';
 import type { App, RequestGuard } from '../app-types.js';
@@ -23,6 +24,7 @@ import {
   ErrorBody,
   InviteCreated,
   SecurityEvents,
+  SetPasswordBody,
   SigningKeyCreated,
   UpdateClientBody,
   UserIdParams,
@@ -59,6 +61,7 @@ function clientSettingsOf(body: { mfa_challenge?: 'seed' | 'error' } & ClientMet
 
 export interface AdminRouteDeps {
   accounts: Accounts;
+  emails: Emails;
   invites: Invites;
   clients: Clients;
   keys: SigningKeys;
@@ -70,7 +73,7 @@ export interface AdminRouteDeps {
 
 export function adminRoutes(
   app: App,
-  { accounts, invites, clients, keys, audit, removal, webhooks, requireAdmin }: AdminRouteDeps,
+  { accounts, emails, invites, clients, keys, audit, removal, webhooks, requireAdmin }: AdminRouteDeps,
 ) {
   app.post(
     '/admin/users',
@@ -79,8 +82,12 @@ export function adminRoutes(
       onRequest: requireAdmin,
     },
     async (request, reply) => {
-      const user = await accounts.createUser(request.body.username, request.body.password);
-      if (request.body.password !== undefined) return reply.code(201).send(user);
+      const { username, password, email } = request.body;
+      const created = await accounts.createUser(username, password);
+      // CONTRACT §20: the operator's address counts at once.
+      if (email !== undefined) await emails.setVerifiedByOperator(created.id, email);
+      const user = { ...created, ...(email !== undefined && { email }) };
+      if (password !== undefined) return reply.code(201).send(user);
       // CONTRACT §19: an account without a password gets in through an invite.
       const invite = await invites.issueInvite(user.id, contextOf(request));
       return reply.code(201).send({ ...user, invite_url: invite.url });
@@ -99,6 +106,22 @@ export function adminRoutes(
     async (request, reply) => {
       const invite = await invites.issueInvite(request.params.id, contextOf(request));
       return reply.code(201).send({ invite_url: invite.url, expires_at: invite.expiresAt.toISOString() });
+    },
+  );
+
+  app.post(
+    '/admin/users/:id/password',
+    {
+      schema: {
+        params: UserIdParams,
+        body: SetPasswordBody,
+        response: { 204: {}, 400: ErrorBody, 401: ErrorBody, 404: ErrorBody },
+      },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await accounts.setPassword(request.params.id, request.body.password, contextOf(request));
+      return reply.code(204).send();
     },
   );
 

@@ -13,6 +13,7 @@ import * as hardeningThree from './2026_11_26_1000_hardening_three.js';
 import * as openidConnect from './2026_11_26_1200_openid_connect.js';
 import * as passkeysFirst from './2026_11_26_1400_passkeys_first.js';
 import * as rememberedDevices from './2026_11_27_0900_remembered_devices.js';
+import * as userEmail from './2026_11_27_1000_user_email.js';
 import * as operators from './2026_11_27_1200_operators.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
@@ -31,5 +32,6 @@ export const migrations: Record<string, Migration> = {
   '2026_11_26_1200_openid_connect': openidConnect,
   '2026_11_26_1400_passkeys_first': passkeysFirst,
   '2026_11_27_0900_remembered_devices': rememberedDevices,
+  '2026_11_27_1000_user_email': userEmail,
   '2026_11_27_1200_operators': operators,
 };

@@ -1,0 +1,36 @@
+import type { BaseLogger } from 'pino';
+import { ServiceError } from '../errors.js';
+
+/** One mail: plain text, to one address. */
+export interface MailMessage {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+/**
+ * Where mail goes: SMTP (smtp-sender.ts) or, in development, the console (console-sender.ts).
+ * `send` resolves once the server has taken the message; it throws 400 `email_address_rejected`
+ * when the server refuses the address, `MailTimeout` when it does not answer in time (the
+ * message may still go out), and 503 `mail_unavailable` for any other failure.
+ */
+export interface MailSender {
+  send(message: MailMessage, log: BaseLogger): Promise<void>;
+}
+
+/** The server did not answer within the timeout: the mail may or may not have gone. */
+export class MailTimeout extends ServiceError {
+  constructor(timeoutMs: number) {
+    super(
+      'mail_unavailable',
+      `the mail server did not answer within ${timeoutMs / 1000} s; the code may still arrive, or ask again in a few minutes`,
+      60,
+    );
+  }
+}
+
+/** An address as logs show it: the first character of the local part and the domain (`a…@example.com`). */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  return at <= 0 ? '…' : `${email[0]}…${email.slice(at)}`;
+}
