@@ -107,7 +107,7 @@ describe('webhook endpoints (admin API)', () => {
 
   test('without events an endpoint receives every event type', async () => {
     const endpoint = await subscribe();
-    assert.equal(endpoint.events.length, 12);
+    assert.equal(endpoint.events.length, 14);
     assert.ok(endpoint.events.includes('sms.country_paused'));
     assert.ok(endpoint.events.includes('operator.action'));
     await unsubscribe(endpoint);
