@@ -14,7 +14,9 @@ import pt from './locales/pt.json' with { type: 'json' };
 export const CATALOGUES = { en, de, fr, es, pt } as const;
 export type Language = keyof typeof CATALOGUES;
 export const LANGUAGES = Object.keys(CATALOGUES) as Language[];
-export type MessageKey = keyof typeof en extends `${infer Base}_${'one' | 'other'}` ? Base : keyof typeof en;
+/** A message's key: a plural's forms (`x_one`, `x_other`) are asked for as `x`, with a count. */
+type BaseKey<Key> = Key extends `${infer Base}_${'one' | 'other'}` ? Base : Key;
+export type MessageKey = BaseKey<keyof typeof en>;
 
 const i18n = i18next.createInstance();
 void i18n.init({

@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import type { SmsLimits } from '../config.js';
 import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import { pickLanguage, preferredLanguages, translate } from '../i18n/messages.js';
 import type { LoginProof, StepUp } from '../logins/step-up.js';
 import { type MailSender, MailTimeout, maskEmail } from '../mail/mail-sender.js';
 import type { Store } from '../store/store.js';
@@ -102,12 +103,14 @@ export function createEmails({ store, mail, stepUp, audit, clock, codeKey, limit
       );
     }
     const minutes = limits.codeTtlSeconds / 60;
+    // CONTRACT §22: in the language the request prefers (Accept-Language), as an SMS is.
+    const language = pickLanguage(preferredLanguages(context));
     try {
       await mail.send(
         {
           to: email,
-          subject: `Your ${serviceName} verification code: ${code}`,
-          text: `Your ${serviceName} verification code is ${code}. It expires in ${minutes} minutes.\n\nSomeone, probably you, asked to add this address to an account. If it was not you, ignore this mail: the address is not added without the code.\n`,
+          subject: translate(language, 'email_code_subject', { service: serviceName, code }),
+          text: translate(language, 'email_code', { service: serviceName, code, count: minutes }),
         },
         context.log,
       );

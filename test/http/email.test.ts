@@ -66,6 +66,25 @@ describe('an email address, proved by a code mailed to it', () => {
     assert.equal(again.error, 'invalid_mfa_code', 'a code works once');
   });
 
+  test('the mail is in the language the request prefers (Accept-Language)', async () => {
+    const { token } = await newUser();
+    const email = address('french');
+    await expectStatus(
+      service.call('/mfa/email/request/', {
+        method: 'PUT',
+        token,
+        body: { email },
+        headers: { 'accept-language': 'fr-CA, en;q=0.3' },
+      }),
+      200,
+    );
+    const [mail] = smtp.mailTo(email);
+    assert.ok(mail);
+    assert.match(mail.raw, /Il expire dans 5 minutes/);
+    assert.match(mail.raw, /^Subject: /m);
+    assert.doesNotMatch(mail.raw, /It expires in/);
+  });
+
   test('the code is stored only as a keyed hash and never logged', async () => {
     const { token } = await newUser();
     const email = address('secret');
