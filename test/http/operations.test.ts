@@ -501,6 +501,7 @@ const EMPTY_SUCCESS = new Set([
   'PUT /mfa/password/',
   'DELETE /mfa/password/',
   'DELETE /mfa/devices/:id/',
+  'POST /admin/users/:id/password',
 ]);
 
 describe('GET /openapi.json', () => {
