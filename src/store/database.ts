@@ -404,8 +404,16 @@ export interface EmailCodeTable {
   created_at: IsoTime;
 }
 
+/** Counts kept in the writes that change them, so that reading one costs one row (issue 33). */
+export interface UserCountTable {
+  /** `mfa_enabled`: users with MFA on. */
+  name: string;
+  value: number;
+}
+
 export interface Database {
   user: UserTable;
+  user_count: UserCountTable;
   oauth_client: OAuthClientTable;
   sign_in_session: SignInSessionTable;
   authorization_interaction: AuthorizationInteractionTable;
@@ -567,7 +575,12 @@ const UNAVAILABLE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '
 export function isDatabaseUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (UNAVAILABLE_ERRNOS.has(code) || code.startsWith('08') || code.startsWith('57P'))) {
+  // PostgreSQL's classes 08 (connection), 53 (insufficient resources: too many connections, no
+  // memory or disk) and 57P (shutting down): the database cannot serve now, whatever the request.
+  if (
+    typeof code === 'string' &&
+    (UNAVAILABLE_ERRNOS.has(code) || code.startsWith('08') || code.startsWith('53') || code.startsWith('57P'))
+  ) {
     return true;
   }
   return /Connection terminated|timeout exceeded when trying to connect|SQLITE_BUSY/.test(error.message);

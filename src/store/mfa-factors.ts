@@ -89,12 +89,26 @@ export async function lockUserMfa(db: Executor, userId: string): Promise<{ mfaEn
   return row && { mfaEnabledAt: row.mfa_enabled_at ? new Date(row.mfa_enabled_at) : undefined };
 }
 
-/** Records when MFA was turned on (or, with undefined, that it is off). */
+/**
+ * Records when MFA was turned on (or, with undefined, that it is off), and keeps the count of users
+ * with MFA on. Run it in the transaction that changed the factors, behind `lockUserMfa`.
+ */
 export async function setMfaEnabledAt(db: Executor, userId: string, at: Date | undefined): Promise<void> {
+  const before = await db.selectFrom('user').select('mfa_enabled_at').where('id', '=', userId).executeTakeFirst();
   await db
     .updateTable('user')
     .set({ mfa_enabled_at: at?.toISOString() ?? null })
     .where('id', '=', userId)
+    .execute();
+  const wasOn = before !== undefined && before.mfa_enabled_at !== null;
+  if (before !== undefined && wasOn !== (at !== undefined)) await addToMfaEnabledCount(db, at ? 1 : -1);
+}
+
+export async function addToMfaEnabledCount(db: Executor, change: number): Promise<void> {
+  await db
+    .updateTable('user_count')
+    .set((eb) => ({ value: eb('value', '+', change) }))
+    .where('name', '=', 'mfa_enabled')
     .execute();
 }
 
@@ -177,13 +191,10 @@ export async function markFactorUsed(db: Executor, factorId: string, now: Date):
 }
 
 /** How many users have MFA on (a verified factor). */
+/** Users with MFA on: one row, kept by `setMfaEnabledAt` and user deletion (no count of factors). */
 export async function countUsersWithMfa(db: Executor): Promise<number> {
-  const row = await db
-    .selectFrom('mfa_factor')
-    .select((eb) => eb.fn.count<number | string>('user_id').distinct().as('users'))
-    .where('status', '=', 'verified')
-    .executeTakeFirstOrThrow();
-  return Number(row.users);
+  const row = await db.selectFrom('user_count').select('value').where('name', '=', 'mfa_enabled').executeTakeFirst();
+  return Number(row?.value ?? 0);
 }
 
 /** Every user with the types of their verified factors and their SMS number, by username. */

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Executor } from './database.js';
 import { FACTOR_COLUMNS, type Factor, type FactorRow, toFactor } from './factor-record.js';
+import { addToMfaEnabledCount } from './mfa-factors.js';
 
 export interface User {
   id: string;
@@ -147,6 +148,7 @@ export async function setPasswordHash(db: Executor, userId: string, passwordHash
 /** Deletes the user and (by cascade) everything of theirs; false when there was none. */
 export async function deleteUser(db: Executor, id: string): Promise<boolean> {
   if (id.includes('\0')) return false;
-  const row = await db.deleteFrom('user').where('id', '=', id).returning('id').executeTakeFirst();
+  const row = await db.deleteFrom('user').where('id', '=', id).returning('mfa_enabled_at').executeTakeFirst();
+  if (row?.mfa_enabled_at) await addToMfaEnabledCount(db, -1);
   return row !== undefined;
 }

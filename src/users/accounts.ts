@@ -87,7 +87,10 @@ export function createAccounts({
 
   /** Deletes the user with everything of theirs: factors, codes, tokens; throws 404 `not_found`. */
   async function deleteUser(userId: string): Promise<void> {
-    if (!(await store.users.deleteUser(userId))) throw new ServiceError('not_found', 'no such user');
+    // One transaction: the user's row and the count of users with MFA on go together.
+    if (!(await store.transaction((tx) => tx.users.deleteUser(userId)))) {
+      throw new ServiceError('not_found', 'no such user');
+    }
     await audit.record('user_deleted', 'succeeded', { userId });
   }
 

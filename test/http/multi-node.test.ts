@@ -159,6 +159,7 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
 
   test('of 50 simultaneous wrong passwords for one username spread over both nodes, at most 5 are judged', async () => {
     const username = await createUser(0);
+    const started = performance.now();
     const responses = await Promise.all(
       Array.from({ length: 50 }, (_, index) =>
         call(index, '/mfa/oauth2/token/', {
@@ -168,9 +169,23 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
       ),
     );
     const statuses = responses.map((response) => response.status);
+    const failures = nodes.flatMap((node) =>
+      node
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"level":50')),
+    );
     const judged = statuses.filter((status) => status === 400).length;
-    assert.ok(judged >= 1 && judged <= 5, `statuses: ${statuses}`);
-    assert.equal(statuses.filter((status) => status === 429).length, 50 - judged, `statuses: ${statuses}`);
+    // Five free attempts, then waits of 2, 4, 8 … s (login-throttle.ts): a batch slowed past them
+    // (a loaded machine) rightly lets one more through after each wait.
+    const seconds = (performance.now() - started) / 1000;
+    const afterWaits = Math.floor(Math.log2(seconds / 2 + 1));
+    assert.ok(judged >= 1 && judged <= 5 + afterWaits, `statuses: ${statuses} in ${seconds.toFixed(1)} s`);
+    assert.equal(
+      statuses.filter((status) => status === 429).length,
+      50 - judged,
+      `statuses: ${statuses}; errors logged: ${failures.slice(0, 3).join('\n')}`,
+    );
   });
 
   test('of 20 simultaneous wrong codes spread over both nodes, at most 5 are judged (one guess budget)', async () => {

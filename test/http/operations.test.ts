@@ -6,6 +6,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { decodeJwt } from 'jose';
 import { type Kysely, sql } from 'kysely';
+import * as OTPAuth from 'otpauth';
 import { openDatabase } from '../../src/store/database.js';
 import { migrations } from '../../src/store/migrations/index.js';
 import { createTestSchema, onPostgres, POSTGRES_URL } from '../support/postgres.js';
@@ -226,6 +227,43 @@ async function scrape(target: Service, token?: string) {
   assert.match(response.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
   return { text, samples: parsePrometheus(text) };
 }
+
+describe('mfa_enabled_users, kept in the writes that change it (issue 33: no count of factors per scrape)', () => {
+  test('it follows MFA turned on, a second factor, MFA off, an operator’s reset, and a deleted user', async () => {
+    const own = await startService();
+    try {
+      const count = async () => sampleValue((await scrape(own)).samples, 'mfa_enabled_users');
+      assert.equal(await count(), 0);
+      const first = await own.createUserWithMfa('counted-1', PASSWORD, nextPhone());
+      const second = await own.createUserWithMfa('counted-2', PASSWORD, nextPhone());
+      const third = await own.createUserWithMfa('counted-3', PASSWORD, nextPhone());
+      assert.equal(await count(), 3);
+      // A second factor does not count the user twice.
+      const start = await expectStatus(
+        own.call('/mfa/totp/request/', { method: 'PUT', token: first.token, body: {} }),
+        200,
+      );
+      const app = OTPAuth.URI.parse(start.otpauth_uri);
+      await expectStatus(
+        own.call('/mfa/totp/verify/', {
+          method: 'PUT',
+          token: first.token,
+          body: { mfa_code: app.generate({ timestamp: own.clock.now().getTime() }) },
+        }),
+        200,
+      );
+      assert.equal(await count(), 3);
+      await expectStatus(own.call('/mfa/', { method: 'DELETE', token: first.token }), 204);
+      assert.equal(await count(), 2);
+      await expectStatus(own.call(`/admin/users/${second.userId}/mfa`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+      assert.equal(await count(), 1);
+      await expectStatus(own.call(`/admin/users/${third.userId}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+      assert.equal(await count(), 0);
+    } finally {
+      await own.close();
+    }
+  });
+});
 
 describe('GET /metrics', () => {
   test('without METRICS_TOKEN it is open, in the Prometheus text format, with every metric the issue names', async () => {

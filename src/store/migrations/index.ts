@@ -15,6 +15,7 @@ import * as passkeysFirst from './2026_11_26_1400_passkeys_first.js';
 import * as rememberedDevices from './2026_11_27_0900_remembered_devices.js';
 import * as userEmail from './2026_11_27_1000_user_email.js';
 import * as operators from './2026_11_27_1200_operators.js';
+import * as userCounts from './2026_11_27_1300_user_counts.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_0900_remembered_devices': rememberedDevices,
   '2026_11_27_1000_user_email': userEmail,
   '2026_11_27_1200_operators': operators,
+  '2026_11_27_1300_user_counts': userCounts,
 };
