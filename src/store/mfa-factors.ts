@@ -198,21 +198,41 @@ export async function countUsersWithMfa(db: Executor): Promise<number> {
 }
 
 /** Every user with the types of their verified factors and their SMS number, by username. */
+/**
+ * A page of users in username order (any case), after the username key `after`, with the types of
+ * their verified factors: one query for the page, one for its factors, whatever the number of users.
+ */
 export async function listUsersWithFactors(
   db: Executor,
-): Promise<{ id: string; username: string; factorTypes: string[]; phoneNumber?: string }[]> {
-  const users = await db.selectFrom('user').select(['id', 'username']).orderBy('username').execute();
+  page: { after?: string; limit: number },
+): Promise<{ id: string; username: string; usernameKey: string; factorTypes: string[]; phoneNumber?: string }[]> {
+  let select = db
+    .selectFrom('user')
+    .select(['id', 'username', 'username_key'])
+    .orderBy('username_key')
+    .limit(page.limit);
+  if (page.after !== undefined) select = select.where('username_key', '>', page.after);
+  const users = await select.execute();
+  if (users.length === 0) return [];
   const factors = await db
     .selectFrom('mfa_factor')
     .select(['user_id', 'type', 'phone_number'])
     .where('status', '=', 'verified')
+    .where(
+      'user_id',
+      'in',
+      users.map((user) => user.id),
+    )
     .orderBy('created_at')
     .execute();
+  const byUser = new Map<string, typeof factors>();
+  for (const factor of factors) byUser.set(factor.user_id, [...(byUser.get(factor.user_id) ?? []), factor]);
   return users.map((user) => {
-    const own = factors.filter((factor) => factor.user_id === user.id);
+    const own = byUser.get(user.id) ?? [];
     return {
       id: user.id,
       username: user.username,
+      usernameKey: user.username_key,
       factorTypes: [...new Set(own.map((factor) => factor.type))],
       phoneNumber: own.find((factor) => factor.phone_number !== null)?.phone_number ?? undefined,
     };

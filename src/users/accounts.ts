@@ -110,7 +110,8 @@ export function createAccounts({
     setPassword,
     deleteUser,
     setOperator,
-    listUsers: () => store.factors.listUsersWithFactors(),
+    /** A page of users with their factors' types, after the username key `after` (see mfa-factors.ts). */
+    listUsers: (page: { after?: string; limit: number }) => store.factors.listUsersWithFactors(page),
   };
 }
 

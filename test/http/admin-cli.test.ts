@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { sql } from 'kysely';
 import * as OTPAuth from 'otpauth';
 import { type AdminRun, hasScript, runAdmin, runAdminInTerminal } from '../support/admin-cli.js';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
@@ -238,6 +239,23 @@ describe('admin CLI', { concurrency: 4 }, () => {
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /expected one of seed, error/);
     assert.ok(!(await service.dumpDatabase()).includes(clientSecret), 'the database never holds the secret');
+  });
+
+  test('list-users goes through more users than a page holds (1 000), in username order, any case', async () => {
+    // Rows made by the database itself: hashing 1 200 passwords would take a minute.
+    await service.execute(sql`
+      with recursive n(i) as (select 1 union all select i + 1 from n where i < 1200)
+      insert into "user" (id, username, username_key, password_hash, created_at)
+      select 'bulk-' || i, 'Bulk-' || substr(cast(10000 + i as text), 2), 'bulk-' || substr(cast(10000 + i as text), 2), 'x', '2026-11-27T00:00:00.000Z'
+      from n`);
+    const listed = await admin(['list-users']);
+    assert.equal(listed.code, 0, listed.stderr);
+    const bulk = parseUserList(listed.stdout)
+      .map((row) => row.username)
+      .filter((name) => name?.startsWith('Bulk-'));
+    assert.equal(bulk.length, 1200);
+    assert.deepEqual(bulk.slice(998, 1002), ['Bulk-0999', 'Bulk-1000', 'Bulk-1001', 'Bulk-1002']);
+    await service.execute(sql`delete from "user" where id like 'bulk-%'`);
   });
 
   test('list-users shows each user’s MFA state, the phone masked; reset-mfa turns MFA off', async () => {
