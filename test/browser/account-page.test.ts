@@ -38,6 +38,8 @@ let cdp: CDPSession;
 let authenticatorId: string;
 /** Console errors and page errors other than the API's expected 4xx answers. */
 const problems: string[] = [];
+/** Every request the page made, as `METHOD /path`. */
+const requested: string[] = [];
 let totp: OTPAuth.TOTP;
 const smsPhone = nextPhone();
 
@@ -52,6 +54,7 @@ before(async () => {
     if (message.type() === 'error' && !isExpectedApiRefusal(message)) problems.push(`console: ${message.text()}`);
   });
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('request', (request) => requested.push(`${request.method()} ${new URL(request.url()).pathname}`));
   cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
   ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
@@ -160,6 +163,11 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     assert.deepEqual(await context.cookies(), []);
   });
 
+  test('no request the page knows will fail: no backup-code count for a user without a factor', () => {
+    assert.ok(requested.includes('GET /mfa/factors/'), requested.join(', '));
+    assert.ok(!requested.includes('GET /mfa/recovery/'), requested.join(', '));
+  });
+
   test('adding an authenticator app shows the key as a QR code and as text; a code computed from it turns MFA on', async () => {
     // The sign-in is now older than STEP_UP_MAX_AGE: turning MFA on asks for the password again
     // (CONTRACT §14), then goes on with the change.
@@ -249,6 +257,19 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await page.keyboard.type('Old phone');
     await page.keyboard.press('Enter');
     await notice(page, 'status', 'Renamed to “Old phone”');
+  });
+
+  test('Escape closes a form or a question, and the focus goes back to the button that opened it', async () => {
+    const item = factorItem('Old phone');
+    await button(page, 'Rename “Old phone”').click();
+    await item.locator('form').waitFor();
+    await page.keyboard.press('Escape');
+    assert.equal(await item.locator('form').isHidden(), true, 'the rename form closed');
+    assert.match(await page.evaluate<string>('document.activeElement?.textContent ?? ""'), /^Rename/);
+    await button(page, 'Remove “Old phone”').click();
+    await page.keyboard.press('Escape');
+    assert.equal(await item.getByRole('button', { name: 'Yes, remove it' }).isHidden(), true, 'the question closed');
+    assert.match(await page.evaluate<string>('document.activeElement?.textContent ?? ""'), /^Remove/);
   });
 
   test('signing out revokes the login: its refresh token no longer refreshes', async () => {

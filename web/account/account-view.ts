@@ -79,12 +79,13 @@ export function createAccountView(api: Api, username: () => string) {
   }
 
   async function reload(): Promise<void> {
-    const [{ factors }, backup, password, { devices }] = await Promise.all([
+    const [{ factors }, password, { devices }] = await Promise.all([
       api.call<{ factors: Factor[] }>('GET', 'mfa/factors/'),
-      backupState(),
       api.call<{ has_password: boolean }>('GET', 'mfa/password/'),
       api.call<{ devices: RememberedDevice[] }>('GET', 'mfa/devices/'),
     ]);
+    // Without a factor there are no backup codes to count: no request the page knows will fail.
+    const backup = factors.length > 0 ? await backupState() : 'off';
     renderFactors(factors);
     devicesPanel.render(devices);
     renderBackup(backup);
@@ -149,7 +150,7 @@ export function createAccountView(api: Api, username: () => string) {
       ),
     );
     const confirmRemove = el('button', { type: 'button', class: 'danger confirm' }, 'Yes, remove it');
-    const keep = el('button', { type: 'button', class: 'secondary' }, 'Keep it');
+    const keep = el('button', { type: 'button', class: 'secondary', 'data-cancel': '' }, 'Keep it');
     const confirmBox = el(
       'div',
       { class: 'factor-form', hidden: '' },

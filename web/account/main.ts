@@ -1,7 +1,7 @@
 // The account page (CONTRACT §17): sign in, then manage second factors and backup codes. Served by
 // the service at <base>/account/; everything it calls is on the same origin, under <base>/.
 import { type PublicKeyCredentialCreationOptionsJSON, startRegistration } from '@simplewebauthn/browser';
-import { byId, whileBusy } from '../shared/dom.js';
+import { byId, closeOnEscape, whileBusy } from '../shared/dom.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import { createAccountView } from './account-view.js';
 import { createApi, type Tokens } from './api.js';
@@ -27,6 +27,7 @@ const api = createApi(base, {
 });
 
 const account = createAccountView(api, () => username);
+closeOnEscape();
 
 function signedIn(name: string) {
   username = name;

@@ -25,6 +25,21 @@ export function button(text: string, context: string, className = 'secondary'): 
   return el('button', { type: 'button', class: className }, text, el('span', { class: 'visually-hidden' }, context));
 }
 
+/**
+ * Escape closes the form or the question the focus is in, as its Cancel (or Keep it) button does
+ * (the button marked `data-cancel`), which also puts the focus back where the form was opened.
+ */
+export function closeOnEscape(): void {
+  document.addEventListener('keydown', (event) => {
+    if (event.key !== 'Escape' || event.defaultPrevented) return;
+    const within = document.activeElement?.closest('form, .subpanel, .factor-form');
+    const cancel = within?.querySelector<HTMLButtonElement>('[data-cancel]:not(:disabled)');
+    if (!cancel || cancel.closest('[hidden]')) return;
+    event.preventDefault();
+    cancel.click();
+  });
+}
+
 /** Disables every button of `container` while `action` runs, so that nothing is sent twice. */
 export async function whileBusy(container: HTMLElement | undefined, action: () => Promise<void>): Promise<void> {
   const buttons = container ? [...container.querySelectorAll('button')].filter((found) => !found.disabled) : [];

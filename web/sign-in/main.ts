@@ -3,7 +3,7 @@
 // Everything it calls is the sign-in's API under <base>/mfa/oauth2/sign-in/<id>/.
 import { createFactorAdding } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
-import { byId, whileBusy } from '../shared/dom.js';
+import { byId, closeOnEscape, whileBusy } from '../shared/dom.js';
 import { describeError, type EnrolmentStep } from '../shared/messages.js';
 import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
 import { createSignIn, type FactorType, type StepAnswer } from '../shared/sign-in.js';
@@ -88,6 +88,8 @@ function toStep(answer: SignInAnswer): StepAnswer {
 }
 
 const post = (path: string, body: unknown) => send<SignInAnswer>('POST', path, body);
+
+closeOnEscape();
 
 const signIn = createSignIn(
   {
