@@ -365,6 +365,7 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await page.keyboard.press('Enter');
     await page.locator('#account-title').waitFor();
     await page.getByText('You have 9 unused backup codes').waitFor();
+    await notice(page, 'status', 'You signed in with a backup code: 9 left. Each works once.');
   });
 
   test('adding a phone: an impossible number, a wrong code and an early resend get clear messages; the right code adds it', async () => {

@@ -62,13 +62,23 @@ export function createAccountView(api: Api, username: () => string) {
     });
   }
 
-  async function show(): Promise<void> {
+  /** The account; after a sign-in with a backup code, how many are left (each works once). */
+  async function show({ usedBackupCode = false } = {}): Promise<void> {
     section.hidden = false;
     document.title = 'Sign-in security · Account security';
     adding.closeForms();
     closeBackupCodes();
     await act('other', section, reload);
     title.focus();
+    if (usedBackupCode && typeof shownBackupState === 'number') {
+      const left = shownBackupState;
+      say(
+        left === 0
+          ? 'You signed in with your last backup code. Create a new set now, and keep it somewhere safe.'
+          : `You signed in with a backup code: ${left} left. Each works once.`,
+        byId('backup-title'),
+      );
+    }
   }
 
   function hide(): void {
@@ -259,7 +269,11 @@ export function createAccountView(api: Api, username: () => string) {
     factorNamed(id)?.querySelector<HTMLElement>(`[data-action="${action}"]`)?.focus();
   }
 
+  /** What the backup panel shows now. */
+  let shownBackupState: BackupState = 'off';
+
   function renderBackup(state: BackupState) {
+    shownBackupState = state;
     // Hidden rather than disabled: a button disabled while busy is enabled again afterwards.
     backupCreate.hidden = state === 'off';
     backupCreate.textContent =

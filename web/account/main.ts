@@ -29,12 +29,12 @@ const api = createApi(base, {
 const account = createAccountView(api, () => username);
 closeOnEscape();
 
-function signedIn(name: string) {
+function signedIn(name: string, usedBackupCode = false) {
   username = name;
   whoName.textContent = name;
   who.hidden = false;
   signOut.hidden = false;
-  void account.show();
+  void account.show({ usedBackupCode });
 }
 
 const signIn = createAccountSignIn(api, {

@@ -5,7 +5,7 @@ import { type Api, isTokens, type MfaRequired, PASSKEY_GRANT, type StepUpChallen
 
 export interface AccountSignInHooks {
   /** A first login finished: show the account. */
-  signedIn(username: string): void;
+  signedIn(username: string, usedBackupCode: boolean): void;
   /** Shows the account again after a re-authentication, finished or cancelled. */
   backToAccount(): void;
 }
@@ -65,7 +65,7 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
       },
     },
     {
-      finished(username) {
+      finished(username, usedBackupCode) {
         credentials = undefined;
         const tokens = issued;
         issued = undefined;
@@ -77,7 +77,7 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
           leaveStepUp(true);
           return;
         }
-        hooks.signedIn(username);
+        hooks.signedIn(username, usedBackupCode);
       },
       cancelled() {
         credentials = undefined;

@@ -50,7 +50,8 @@ export interface SignInBackend {
 
 export interface SignInHooks {
   /** The sign-in is done (the backend holds what it gave). */
-  finished(username: string): void;
+  /** `usedBackupCode`: the second step was a backup code, so the page may say how many are left. */
+  finished(username: string, usedBackupCode: boolean): void;
   /** The service asks for a factor to be added before the sign-in can finish (hosted sign-in only). */
   enrol?(answer: Extract<StepAnswer, { kind: 'enrol' }>, username: string): void;
   /** The person gave up at the second step. */
@@ -220,9 +221,10 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   /** Acts on the service's answer to a step. */
   function follow(answer: StepAnswer, username: string): void {
     if (answer.kind === 'done') {
+      const usedBackupCode = attempt?.method === 'backup';
       hide();
       clearNotices();
-      hooks.finished(username);
+      hooks.finished(username, usedBackupCode);
       return;
     }
     if (answer.kind === 'enrol') {
