@@ -283,8 +283,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   });
   // CONTRACT §21: every change an operator makes through the admin API is an audit event (and a
   // webhook) naming the operator, the route and what it was done to.
-  app.addHook('onResponse', async (request, reply) => {
-    if (!request.operator || request.method === 'GET' || request.method === 'HEAD' || reply.statusCode >= 400) return;
+  // onSend: recorded before the answer leaves, so whoever reads the trail after it finds the event.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (!request.operator || request.method === 'GET' || request.method === 'HEAD' || reply.statusCode >= 400) {
+      return payload;
+    }
     const target = (request.params as { id?: unknown } | undefined)?.id;
     await audit.record('operator_action', 'succeeded', {
       userId: request.operator.userId,
@@ -295,6 +298,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
         ...(typeof target === 'string' && { target_id: target }),
       },
     });
+    return payload;
   });
   const pages = Object.fromEntries(
     PAGE_NAMES.map((name) => {

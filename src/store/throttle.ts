@@ -237,19 +237,23 @@ export async function settleRightAttempt(
 
 /** Counted attempts turned out wrong: they stay counted as failures, and are no longer in flight. */
 export async function settleWrongAttempt(db: Executor, scopes: string[]): Promise<void> {
-  if (scopes.length === 0) return;
-  await db
-    .updateTable('login_throttle')
-    .set((eb) => ({
-      in_flight: eb
-        .case()
-        .when('in_flight', '>', 0)
-        .then(eb('in_flight', '-', 1))
-        .else(0)
-        .end(),
-    }))
-    .where('scope', 'in', [...scopes].sort())
-    .execute();
+  // One statement per row, in scope order, as `reserveAttempts` locks them. One UPDATE … IN would
+  // lock them in its scan's order, which on PostgreSQL can be the heap's: two nodes settling and
+  // reserving the same scopes then deadlocked (seen with 50 logins racing over two nodes).
+  for (const scope of [...scopes].sort((a, b) => (a < b ? -1 : 1))) {
+    await db
+      .updateTable('login_throttle')
+      .set((eb) => ({
+        in_flight: eb
+          .case()
+          .when('in_flight', '>', 0)
+          .then(eb('in_flight', '-', 1))
+          .else(0)
+          .end(),
+      }))
+      .where('scope', '=', scope)
+      .execute();
+  }
 }
 
 /** The row's attempts in flight are recent enough to be waited for. */

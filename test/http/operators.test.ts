@@ -108,7 +108,10 @@ describe('operators call the admin API with their own sign-in (CONTRACT §21)', 
       service.call(`/admin/users/${operator.userId}/events`, { token: ADMIN_TOKEN }),
       200,
     );
-    const recorded = events.find((event: { type: string }) => event.type === 'operator_action');
+    const recorded = events.find(
+      (event: { type: string; detail?: { action?: string } }) =>
+        event.type === 'operator_action' && event.detail?.action === 'POST /admin/users/:id/invite',
+    );
     assert.deepEqual(recorded?.detail, {
       operator_id: operator.userId,
       action: 'POST /admin/users/:id/invite',
