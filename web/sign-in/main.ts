@@ -155,10 +155,10 @@ const adding = createFactorAdding({
 function showEnrolment(types: FactorType[]) {
   byId('sign-in').hidden = true;
   const onlyPasskeys = types.length === 1 && types[0] === 'webauthn';
-  byId('enrol-title').textContent = onlyPasskeys ? 'Add a passkey' : 'Add a second factor';
+  byId('enrol-title').textContent = onlyPasskeys ? 'Add a passkey' : 'Add a way to verify';
   byId('enrol-intro').textContent = onlyPasskeys
     ? `${clientName} asks for a passkey, which cannot be phished. Add one to this account to continue.`
-    : `${clientName} asks for a second way to prove it is you. Add one to continue; you will use it each time you sign in.`;
+    : `${clientName} asks for two-step verification. Add a way to verify to continue; signing in will ask for it after your password.`;
   adding.closeForms();
   adding.offer(types);
   enrol.hidden = false;
