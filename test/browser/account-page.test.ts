@@ -42,6 +42,10 @@ const problems: string[] = [];
 const requested: string[] = [];
 let totp: OTPAuth.TOTP;
 const smsPhone = nextPhone();
+/** "+1 415 200 0101", as the page groups the number's digits. */
+const smsPhoneShown = `+${smsPhone.slice(0, 1)} ${smsPhone.slice(1, 4)} ${smsPhone.slice(4, 7)} ${smsPhone.slice(7)}`;
+/** The calls for the backup codes' count: none is made for a user without two-step verification. */
+const recoveryReads: string[] = [];
 
 before(async () => {
   stack = await startServiceOnLocalhost();
@@ -49,7 +53,13 @@ before(async () => {
   await service.createUser(USERNAME, PASSWORD);
   browser = await launchChromium();
   context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC', acceptDownloads: true });
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.origin });
   page = await context.newPage();
+  page.on('request', (request) => {
+    if (request.method() === 'GET' && new URL(request.url()).pathname === '/mfa/recovery/') {
+      recoveryReads.push(request.url());
+    }
+  });
   page.on('console', (message) => {
     if (message.type() === 'error' && !isExpectedApiRefusal(message)) problems.push(`console: ${message.text()}`);
   });
@@ -156,6 +166,16 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await focusMovesTo('account-title');
     await page.getByText('Two-step verification is off').waitFor();
     assert.equal(await page.locator('#who-name').textContent(), USERNAME);
+    // One vocabulary: the page is "Account security", this view "Sign-in security", the concept
+    // "two-step verification", the factors "ways to verify".
+    assert.equal(await page.title(), 'Sign-in security · Account security');
+    assert.equal(await page.locator('.brand').textContent(), 'Account security');
+    await page.getByRole('heading', { name: 'Your ways to verify' }).waitFor();
+    await page.getByRole('heading', { name: 'Add a way to verify' }).waitFor();
+    assert.doesNotMatch(await page.locator('body').innerText(), /second factor/i);
+    // Without a way to verify there are no backup codes: the page does not ask how many are left.
+    assert.deepEqual(recoveryReads, []);
+    await page.getByText('Backup codes come with two-step verification').waitFor();
   });
 
   test('the tokens are held in memory only: no storage, no cookies', async () => {
@@ -172,6 +192,15 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     // The sign-in is now older than STEP_UP_MAX_AGE: turning MFA on asks for the password again
     // (CONTRACT §14), then goes on with the change.
     service.clock.advance(601);
+    // Each way to add says what it is; the recommendation is a passkey, or an app over SMS.
+    for (const [id, about] of [
+      ['add-passkey', /^Recommended:/],
+      ['add-totp', /Safer than SMS/],
+      ['add-sms', /prefer a passkey or an app/],
+    ] as const) {
+      const describedBy = (await page.locator(`#${id}`).getAttribute('aria-describedby')) ?? '';
+      assert.match((await page.locator(`[id="${describedBy}"]`).textContent()) ?? '', about);
+    }
     await button(page, 'Add an authenticator app').click();
     assert.equal(await focusedId(), 'totp-name');
     await page.locator('#totp-name').fill('Phone');
@@ -187,6 +216,11 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     // The QR code holds the otpauth URI for this key: the same modules lean-qr draws for it here.
     const drawn = await page.locator('#totp-qr svg path').getAttribute('d');
     assert.equal(drawn, toSvgPath(generate(otpauthUri('MFA', USERNAME, secret))));
+    // On a phone, the app on that phone takes the key from a link; elsewhere it is copied.
+    assert.equal(await page.locator('#totp-link').getAttribute('href'), otpauthUri('MFA', USERNAME, secret));
+    await button(page, 'Copy the key').click();
+    await notice(page, 'status', 'Key copied.');
+    assert.equal(await page.evaluate<string>('navigator.clipboard.readText()'), secret);
     await screenshots(page, 'add-authenticator-app');
 
     totp = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
@@ -225,6 +259,21 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     assert.equal(credentials.length, 1, 'the virtual authenticator holds the new passkey');
   });
 
+  test('Escape closes a form or a confirmation and gives the focus back to the button that opened it', async () => {
+    for (const [opener, opened] of [
+      ['Rename “Phone”', factorItem('Phone').locator('form')],
+      ['Remove “Phone”', factorItem('Phone').getByRole('button', { name: 'Keep it' })],
+      ['Add a passkey', page.locator('#passkey-form')],
+      ['Change your password', page.locator('#password-change-form')],
+    ] as const) {
+      await button(page, opener).click();
+      await opened.waitFor();
+      await page.keyboard.press('Escape');
+      await opened.waitFor({ state: 'hidden' });
+      assert.equal(await page.evaluate<string>('document.activeElement?.textContent ?? ""'), opener);
+    }
+  });
+
   test('making the passkey the default and renaming the app need no new confirmation right after it', async () => {
     await button(page, 'Make default “Laptop”').click();
     await notice(page, 'status', '“Laptop” is now your default');
@@ -259,19 +308,6 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await notice(page, 'status', 'Renamed to “Old phone”');
   });
 
-  test('Escape closes a form or a question, and the focus goes back to the button that opened it', async () => {
-    const item = factorItem('Old phone');
-    await button(page, 'Rename “Old phone”').click();
-    await item.locator('form').waitFor();
-    await page.keyboard.press('Escape');
-    assert.equal(await item.locator('form').isHidden(), true, 'the rename form closed');
-    assert.match(await page.evaluate<string>('document.activeElement?.textContent ?? ""'), /^Rename/);
-    await button(page, 'Remove “Old phone”').click();
-    await page.keyboard.press('Escape');
-    assert.equal(await item.getByRole('button', { name: 'Yes, remove it' }).isHidden(), true, 'the question closed');
-    assert.match(await page.evaluate<string>('document.activeElement?.textContent ?? ""'), /^Remove/);
-  });
-
   test('signing out revokes the login: its refresh token no longer refreshes', async () => {
     const revocation = page.waitForRequest((request) => request.url().endsWith('/mfa/oauth2/revoke/'));
     await button(page, 'Sign out').click();
@@ -300,7 +336,11 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await button(page, 'Use my passkey').click();
     assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'hwk']);
     await page.locator('#account-title').waitFor();
-    assert.doesNotMatch((await factorItem('Laptop').locator('.factor-dates').textContent()) ?? '', /Last used never/);
+    // Relative times; the service's clock runs ahead of the browser's in these tests: "just now".
+    assert.match(
+      (await factorItem('Laptop').locator('.factor-dates').textContent()) ?? '',
+      /^Added (just now|\d+ minutes? ago) · Last used (just now|\d+ minutes? ago)$/,
+    );
   });
 
   test('removing a factor after 10 minutes asks to confirm it is you again (with the passkey), then removes it', async () => {
@@ -337,7 +377,17 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     const shown = (await page.locator('#backup-codes li').allTextContents()).map((code) => code.replace(/\s/g, ''));
     assert.equal(shown.length, 10);
     for (const code of shown) assert.match(code, /^\d{12}$/);
+    // A click on "Create" now would cancel the set being saved: it is gone until they are put away.
+    assert.equal(await page.locator('#backup-create').isHidden(), true);
     await screenshots(page, 'backup-codes');
+
+    await button(page, 'Copy').click();
+    await notice(page, 'status', 'Codes copied.');
+    const copied = (await page.evaluate<string>('navigator.clipboard.readText()')).replace(/ /g, '');
+    for (const code of shown) assert.ok(copied.includes(code), `the clipboard holds ${code}`);
+    await page.evaluate('window.print = () => { window.printed = true; }');
+    await button(page, 'Print').click();
+    assert.equal(await page.evaluate<boolean>('window.printed === true'), true);
 
     const [download] = await Promise.all([
       page.waitForEvent('download'),
@@ -349,6 +399,7 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
 
     await button(page, 'I have saved them').click();
     assert.equal(await page.locator('#backup-codes li').count(), 0, 'the codes are gone from the page');
+    assert.equal(await focusedId(), 'backup-create');
     await page.getByText('You have 10 unused backup codes').waitFor();
 
     await button(page, 'Sign out').click();
@@ -364,8 +415,8 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await page.keyboard.type(shown[0] ?? '');
     await page.keyboard.press('Enter');
     await page.locator('#account-title').waitFor();
+    await notice(page, 'status', 'You signed in with a backup code: 9 backup codes are left.');
     await page.getByText('You have 9 unused backup codes').waitFor();
-    await notice(page, 'status', 'You signed in with a backup code: 9 left. Each works once.');
   });
 
   test('adding a phone: an impossible number, a wrong code and an early resend get clear messages; the right code adds it', async () => {
@@ -388,7 +439,9 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
       .locator('#sms-phone')
       .fill(`+${phone.slice(0, 1)} ${phone.slice(1, 4)} ${phone.slice(4, 7)} ${phone.slice(7)}`);
     await page.keyboard.press('Enter');
-    await notice(page, 'status', `Code sent to +${phone}.`);
+    // Said once: the intro, which describes the code field.
+    await page.locator('#sms-verify-intro', { hasText: `We sent a 6-digit code to ${smsPhoneShown}.` }).waitFor();
+    assert.equal(await page.locator('#sms-verify-form .notice:not([hidden])').count(), 0);
     assert.equal(await focusedId(), 'sms-code');
     const code = service.twilio.lastCodeFor(`+${phone}`);
     await page.keyboard.type(code === '000000' ? '111111' : '000000');
@@ -396,14 +449,23 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await notice(page, 'alert', 'That code is wrong, expired or already used.');
     assert.equal(await focusedId(), 'sms-code', 'the focus stays on the code');
     assert.equal(await page.locator('#sms-phone').getAttribute('aria-invalid'), null, 'the number is fine now');
+    // The service's cooldown is information: the button counts it down, nothing is red.
     await button(page, 'Send a new code').click();
-    await notice(page, 'alert', /A code was sent moments ago\. You can ask for another in \d+ seconds/);
+    await notice(page, 'status', 'The code sent moments ago still works.');
+    const waiting = button(page, /^Send a new code \(\d+ s\)$/);
+    assert.equal(await waiting.isDisabled(), true);
+    const before = await waiting.textContent();
+    await page.waitForTimeout(1100);
+    assert.notEqual(await button(page, /^Send a new code/).textContent(), before, 'it counts down');
+    assert.equal(await page.locator('.notice-error:not([hidden])').count(), 0);
+    await screenshots(page, 'sms-cooldown', SCRATCH_DIR);
     await page.locator('#sms-code').fill(code);
     await page.keyboard.press('Enter');
-    await notice(page, 'status', `Phone +${phone} added.`);
+    await notice(page, 'status', `Phone ${smsPhoneShown} added.`);
     await factorItem('SMS')
-      .locator('.factor-type', { hasText: `ending ${phone.slice(-4)}` })
-      .waitFor(); // One phone per account: adding another is not offered, and the page says what to do instead.
+      .locator('.factor-type', { hasText: `SMS codes to ${smsPhoneShown}` })
+      .waitFor();
+    // One phone per account: adding another is not offered, and the page says what to do instead.
     assert.equal(await button(page, 'Add a phone for SMS codes').isHidden(), true);
     await page
       .getByText(`You already have a phone (ending ${phone.slice(-4)}). Remove it to add another number.`)
@@ -423,21 +485,39 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
     await notice(page, 'status', 'Renamed to “Work phone”');
   });
 
-  test('signing in with a code sent by SMS, chosen instead of the default passkey', async () => {
+  test('signing in with a code sent by SMS, chosen instead of the default passkey; the header spells the name as the account does', async () => {
     const phone = smsPhone;
     await button(page, 'Sign out').click();
-    await page.locator('#username').fill(USERNAME);
+    await page.locator('#username').fill(USERNAME.toUpperCase());
     await page.locator('#password').fill(PASSWORD);
     await page.keyboard.press('Enter');
     await button(page, 'Text a code to my phone').click();
-    await notice(page, 'status', 'We sent a code to your phone by SMS.');
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
+    assert.equal(await page.locator('#factor-who').textContent(), `Signing in as ${USERNAME.toUpperCase()}`);
+    // Said once, in the prompt; the page does not know the phone before the sign-in, so names none.
+    await page.getByText('Enter the 6-digit code we sent to your phone. It works for 5 minutes.').waitFor();
+    assert.equal(await page.locator('#sign-in .notice:not([hidden])').count(), 0);
     assert.equal(await focusedId(), 'code');
     const tokens = nextTokenAnswer(page);
     await page.keyboard.type(service.twilio.lastCodeFor(`+${phone}`));
     await page.keyboard.press('Enter');
     assert.deepEqual(decodeJwt((await tokens).access_token).amr, ['pwd', 'sms']);
     await page.locator('#account-title').waitFor();
+    assert.equal(await page.locator('#who-name').textContent(), USERNAME);
+  });
+
+  test('confirming it is you by SMS names the phone the account page knows', async () => {
+    service.clock.advance(601);
+    await button(page, 'Create new backup codes').click();
+    await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
+    await page.keyboard.type(PASSWORD);
+    await page.keyboard.press('Enter');
+    await button(page, 'Text a code to my phone').click();
+    await page.getByText(`we sent to your phone ending ${smsPhone.slice(-4)}.`).waitFor();
+    assert.equal(await page.locator('#factor-who').textContent(), `Signing in as ${USERNAME}`);
+    await screenshots(page, 'second-step-sms', SCRATCH_DIR);
+    await button(page, 'Cancel').click();
+    await notice(page, 'alert', 'Nothing was changed');
   });
 
   test('too many wrong codes: the page says how long to wait', async () => {

@@ -152,6 +152,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
     assert.equal(await focusedId(), 'code');
+    assert.equal(await page.locator('#factor-who').textContent(), 'Signing in as hanna');
     await screenshots(page, 'hosted-second-step');
     await page.getByLabel('Code from the app').fill(code());
     await page.keyboard.press('Enter');
@@ -192,8 +193,8 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     await page.getByLabel('Username').fill('ivan');
     await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
     await button(page, 'Continue').click();
-    await page.getByRole('heading', { name: 'Add a second factor' }).waitFor();
-    await page.getByText('Payroll asks for a second way to prove it is you.').waitFor();
+    await page.getByRole('heading', { name: 'Add a way to verify' }).waitFor();
+    await page.getByText('Payroll asks for two-step verification.').waitFor();
     await button(page, 'Add an authenticator app').click();
     await page.keyboard.press('Enter');
     await page.locator('#totp-qr svg').waitFor();
@@ -255,7 +256,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     let signIn = await startAt(config, { prompt: 'login' });
     await signInWithPassword();
     await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
-    const remember = page.getByLabel("Don't ask for a second factor on this device for 30 days");
+    const remember = page.getByLabel("Don't ask for the second step on this device for 30 days");
     assert.equal(await remember.isChecked(), false, 'not ticked unless the person ticks it');
     await remember.check();
     await screenshots(page, 'hosted-remember-device');
@@ -278,7 +279,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     await page.locator('#device-list').getByText('Chrome on Linux', { exact: true }).waitFor();
     await screenshots(page, 'account-remembered-devices');
     await page.getByRole('button', { name: 'Forget “Chrome on Linux”' }).click();
-    await notice(page, 'status', 'Chrome on Linux forgotten: it asks for your second factor again.');
+    await notice(page, 'status', 'Chrome on Linux forgotten: it asks for the second step again.');
     assert.equal(await page.locator('#devices-panel').isHidden(), true);
 
     await startAt(config, { prompt: 'login' });

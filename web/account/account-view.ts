@@ -1,6 +1,6 @@
 import { createFactorAdding, FACTOR_NAME } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
-import { button, byId, el, grouped, whileBusy } from '../shared/dom.js';
+import { button, byId, closeOnEscape, el, formattedPhone, grouped, timeAgo, whileBusy } from '../shared/dom.js';
 import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
@@ -41,8 +41,9 @@ export function createAccountView(api: Api, username: () => string) {
   const backupList = byId('backup-codes');
   const phoneHeld = byId('phone-held');
   let backupCodes: string[] = [];
+  /** The last 4 digits of the account's phone, when it has one: the sign-in's SMS step names it. */
+  let phoneEnding: string | undefined;
 
-  const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
   const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 
   /** Runs an action of the page; any error becomes a message, never an exception. */
@@ -62,22 +63,22 @@ export function createAccountView(api: Api, username: () => string) {
     });
   }
 
-  /** The account; after a sign-in with a backup code, how many are left (each works once). */
-  async function show({ usedBackupCode = false } = {}): Promise<void> {
+  /** `afterBackupCode`: the sign-in spent a backup code, so the page says how many are left. */
+  async function show({ afterBackupCode = false } = {}): Promise<void> {
     section.hidden = false;
     document.title = 'Sign-in security · Account security';
     adding.closeForms();
     closeBackupCodes();
-    await act('other', section, reload);
+    let left: BackupState | undefined;
+    await act('other', section, async () => {
+      left = await reload();
+    });
     title.focus();
-    if (usedBackupCode && typeof shownBackupState === 'number') {
-      const left = shownBackupState;
-      say(
-        left === 0
-          ? 'You signed in with your last backup code. Create a new set now, and keep it somewhere safe.'
-          : `You signed in with a backup code: ${left} left. Each works once.`,
-        byId('backup-title'),
-      );
+    if (afterBackupCode && typeof left === 'number') {
+      const count = left === 1 ? '1 backup code is' : `${left} backup codes are`;
+      const advice = left <= 3 ? ' Create a new set soon.' : '';
+      if (left === 0) warn('You signed in with your last backup code. Create a new set now.', backupSummary);
+      else say(`You signed in with a backup code: ${count} left.${advice}`, backupSummary);
     }
   }
 
@@ -88,18 +89,20 @@ export function createAccountView(api: Api, username: () => string) {
     list.replaceChildren();
   }
 
-  async function reload(): Promise<void> {
+  /** Everything from the service again; answers the backup codes left. */
+  async function reload(): Promise<BackupState> {
+    // The factors first: without one there are no backup codes to ask about (the call would fail).
     const [{ factors }, password, { devices }] = await Promise.all([
       api.call<{ factors: Factor[] }>('GET', 'mfa/factors/'),
       api.call<{ has_password: boolean }>('GET', 'mfa/password/'),
       api.call<{ devices: RememberedDevice[] }>('GET', 'mfa/devices/'),
     ]);
-    // Without a factor there are no backup codes to count: no request the page knows will fail.
     const backup = factors.length > 0 ? await backupState() : 'off';
     renderFactors(factors);
     devicesPanel.render(devices);
     renderBackup(backup);
     passwordPanel.render(password.has_password, factors.filter((factor) => factor.type === 'webauthn').length);
+    return backup;
   }
 
   async function backupState(): Promise<BackupState> {
@@ -116,7 +119,7 @@ export function createAccountView(api: Api, username: () => string) {
   function renderFactors(factors: Factor[]) {
     summary.textContent =
       factors.length > 0
-        ? 'Two-step verification is on: after your password, signing in asks for your default factor (you can choose another of yours).'
+        ? 'Two-step verification is on: after your password, signing in asks for your default way to verify (you can choose another of yours).'
         : 'Two-step verification is off: your password alone signs you in.';
     none.hidden = factors.length > 0;
     // The default first: it is what signing in asks for.
@@ -124,6 +127,7 @@ export function createAccountView(api: Api, username: () => string) {
     list.replaceChildren(...ordered.map((factor) => renderFactor(factor, factors.length === 1)));
     // One phone per account: the way to another number is removing this one.
     const phone = factors.find((factor) => factor.type === 'sms');
+    phoneEnding = phone?.phone_number?.slice(-4);
     adding.offer(phone ? ['webauthn', 'totp'] : ['webauthn', 'totp', 'sms']);
     phoneHeld.hidden = !phone;
     phoneHeld.textContent = phone
@@ -135,11 +139,13 @@ export function createAccountView(api: Api, username: () => string) {
     const quoted = ` “${factor.name}”`;
     const kind =
       factor.type === 'sms' && factor.phone_number
-        ? `${TYPE_LABELS.sms} to the number ending ${factor.phone_number.slice(-4)}`
+        ? `${TYPE_LABELS.sms} to ${formattedPhone(factor.phone_number)}`
         : factor.type === 'webauthn'
           ? passkeyKind(factor)
           : TYPE_LABELS[factor.type];
-    const used = factor.last_used_at ? dateTimeFormat.format(new Date(factor.last_used_at)) : 'never';
+    /** "2 minutes ago", with the date and time for a pointer's tooltip. */
+    const when = (at: string) =>
+      el('time', { datetime: at, title: dateTimeFormat.format(new Date(at)) }, timeAgo(new Date(at)));
     const rename = button('Rename', quoted);
     const makeDefault = button('Make default', quoted);
     const remove = button('Remove', quoted, 'danger');
@@ -169,9 +175,9 @@ export function createAccountView(api: Api, username: () => string) {
         {},
         `Remove${quoted}? Signing in will no longer accept it.`,
         isOnlyOne
-          ? ' It is your only second factor: two-step verification turns off.'
+          ? ' It is your only way to verify: two-step verification turns off.'
           : factor.is_default
-            ? ' Another of your factors becomes the default.'
+            ? ' Another of your ways to verify becomes the default.'
             : '',
       ),
       el('div', { class: 'actions' }, confirmRemove, keep),
@@ -187,7 +193,14 @@ export function createAccountView(api: Api, username: () => string) {
         ...(factor.is_default ? [el('span', { class: 'badge' }, 'Default')] : []),
       ),
       el('p', { class: 'factor-type' }, kind),
-      el('p', { class: 'factor-dates' }, `Added ${dateFormat.format(new Date(factor.created_at))} · Last used ${used}`),
+      el(
+        'p',
+        { class: 'factor-dates' },
+        'Added ',
+        when(factor.created_at),
+        ' · Last used ',
+        factor.last_used_at ? when(factor.last_used_at) : 'never',
+      ),
       el('p', { class: 'notice', hidden: '' }),
       actions,
       renameForm,
@@ -200,11 +213,13 @@ export function createAccountView(api: Api, username: () => string) {
       nameInput.focus();
       nameInput.select();
     });
-    renameForm.querySelector('[data-cancel]')?.addEventListener('click', () => {
+    const cancelRename = () => {
       renameForm.hidden = true;
       nameInput.value = factor.name;
       rename.focus();
-    });
+    };
+    renameForm.querySelector('[data-cancel]')?.addEventListener('click', cancelRename);
+    closeOnEscape(renameForm, cancelRename);
     renameForm.addEventListener('submit', (event) => {
       event.preventDefault();
       const name = nameInput.value.trim();
@@ -233,10 +248,12 @@ export function createAccountView(api: Api, username: () => string) {
       confirmBox.hidden = false;
       keep.focus();
     });
-    keep.addEventListener('click', () => {
+    const keepIt = () => {
       confirmBox.hidden = true;
       remove.focus();
-    });
+    };
+    keep.addEventListener('click', keepIt);
+    closeOnEscape(confirmBox, keepIt);
     confirmRemove.addEventListener('click', () =>
       act('other', confirmBox, async () => {
         try {
@@ -269,18 +286,15 @@ export function createAccountView(api: Api, username: () => string) {
     factorNamed(id)?.querySelector<HTMLElement>(`[data-action="${action}"]`)?.focus();
   }
 
-  /** What the backup panel shows now. */
-  let shownBackupState: BackupState = 'off';
-
   function renderBackup(state: BackupState) {
-    shownBackupState = state;
-    // Hidden rather than disabled: a button disabled while busy is enabled again afterwards.
-    backupCreate.hidden = state === 'off';
+    // Hidden rather than disabled: a button disabled while busy is enabled again afterwards. Hidden
+    // too while a new set is on screen: a click there would cancel the codes being saved.
+    backupCreate.hidden = state === 'off' || !backupBox.hidden;
     backupCreate.textContent =
       typeof state === 'number' && state > 0 ? 'Create new backup codes' : 'Create backup codes';
     backupSummary.textContent =
       state === 'off'
-        ? 'Backup codes come with two-step verification: add a second factor first.'
+        ? 'Backup codes come with two-step verification: add a way to verify first.'
         : state === 'unknown'
           ? 'Single-use codes for the day you cannot use your other factors. A new set cancels any earlier one.'
           : state === 0
@@ -309,6 +323,8 @@ export function createAccountView(api: Api, username: () => string) {
       const { backup_codes } = await api.call<{ backup_codes: string[] }>('POST', 'mfa/recovery/');
       backupCodes = backup_codes;
       backupList.replaceChildren(...backup_codes.map((code) => el('li', {}, grouped(code))));
+      byId('backup-codes-for').textContent =
+        `For ${username()} at ${location.host}, made ${new Date().toISOString().slice(0, 10)}.`;
       backupBox.hidden = false;
       renderBackup(backup_codes.length);
       say('New backup codes made; any earlier ones no longer work.', backupList);
@@ -316,31 +332,54 @@ export function createAccountView(api: Api, username: () => string) {
     }),
   );
 
-  byId('backup-download').addEventListener('click', () => {
-    const text = [
+  /** The codes as a text file or the clipboard hold them: whose, when, and one code a line. */
+  function backupText(): string {
+    return [
       `Backup codes for ${username()} at ${location.origin}`,
       `Made ${new Date().toISOString().slice(0, 10)}. Each code signs you in once; a new set cancels these.`,
       '',
       ...backupCodes.map((code) => grouped(code)),
       '',
     ].join('\n');
-    const url = URL.createObjectURL(new Blob([text], { type: 'text/plain;charset=utf-8' }));
+  }
+
+  byId('backup-download').addEventListener('click', () => {
+    const url = URL.createObjectURL(new Blob([backupText()], { type: 'text/plain;charset=utf-8' }));
     const link = el('a', { href: url, download: 'backup-codes.txt' });
     link.click();
     setTimeout(() => URL.revokeObjectURL(url), 60_000);
   });
 
+  byId('backup-copy').addEventListener('click', () => {
+    navigator.clipboard.writeText(backupText()).then(
+      () => say('Codes copied. Paste them somewhere safe, such as a password manager.', backupList),
+      () => warn('This browser did not let the page copy: download or print the codes instead.', backupList),
+    );
+  });
+
+  // The print style sheet (web/shared/style.css) prints the codes alone.
+  byId('backup-print').addEventListener('click', () => window.print());
+
   function closeBackupCodes() {
     backupCodes = [];
     backupList.replaceChildren();
     backupBox.hidden = true;
+    byId('backup-codes-for').textContent = '';
   }
 
   byId('backup-done').addEventListener('click', () => {
     closeBackupCodes();
     clearNotices();
+    backupCreate.hidden = false;
     backupCreate.focus();
   });
 
-  return { show, hide, reload };
+  return {
+    show,
+    hide,
+    reload,
+    get phoneEnding() {
+      return phoneEnding;
+    },
+  };
 }

@@ -16,7 +16,7 @@ export interface RememberedDevice {
   expires_at: string;
 }
 
-export function createDevicesPanel(api: Api, act: Act, reload: () => Promise<void>) {
+export function createDevicesPanel(api: Api, act: Act, reload: () => Promise<unknown>) {
   const panel = byId('devices-panel');
   const title = byId('devices-title');
   const list = byId('device-list');
@@ -35,7 +35,7 @@ export function createDevicesPanel(api: Api, act: Act, reload: () => Promise<voi
       act('other', item, async () => {
         await api.call('DELETE', `mfa/devices/${encodeURIComponent(device.id)}/`);
         await reload();
-        say(`${device.browser} forgotten: it asks for your second factor again.`, title);
+        say(`${device.browser} forgotten: it asks for the second step again.`, title);
         title.focus();
       }),
     );

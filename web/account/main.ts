@@ -1,8 +1,9 @@
 // The account page (CONTRACT §17): sign in, then manage second factors and backup codes. Served by
 // the service at <base>/account/; everything it calls is on the same origin, under <base>/.
 import { type PublicKeyCredentialCreationOptionsJSON, startRegistration } from '@simplewebauthn/browser';
-import { byId, closeOnEscape, whileBusy } from '../shared/dom.js';
+import { byId, whileBusy } from '../shared/dom.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
+import type { Method } from '../shared/sign-in.js';
 import { createAccountView } from './account-view.js';
 import { createApi, type Tokens } from './api.js';
 import { describeError } from './messages.js';
@@ -18,7 +19,7 @@ const api = createApi(base, {
   stepUp: (challenge) => {
     // Hidden, not cleared: the change waiting for the re-authentication goes on where it was.
     byId('account').hidden = true;
-    return signIn.stepUp(username, challenge);
+    return signIn.stepUp(username, challenge, account.phoneEnding);
   },
   sessionEnded: () => {
     leaveAccount();
@@ -27,14 +28,12 @@ const api = createApi(base, {
 });
 
 const account = createAccountView(api, () => username);
-closeOnEscape();
-
-function signedIn(name: string, usedBackupCode = false) {
+function signedIn(name: string, method?: Method) {
   username = name;
   whoName.textContent = name;
   who.hidden = false;
   signOut.hidden = false;
-  void account.show({ usedBackupCode });
+  void account.show({ afterBackupCode: method === 'backup' });
 }
 
 const signIn = createAccountSignIn(api, {

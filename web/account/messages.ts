@@ -15,7 +15,7 @@ export function describeError(error: unknown, step: Step = 'other'): string {
 function describeAccountApiError(error: ApiError): string | undefined {
   switch (error.code) {
     case 'mfa_not_enabled':
-      return 'Add a second factor first.';
+      return 'Add a way to verify first.';
     case 'not_found':
       return 'That factor no longer exists; the list is now up to date.';
     case 'insufficient_user_authentication':

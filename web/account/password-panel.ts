@@ -1,14 +1,14 @@
 // The account's password (CONTRACT §19, §20): changed, added to an account that has none, or
 // removed once two passkeys can sign in instead. Each is a sensitive change: the service may ask
 // to confirm it is you first (the API's RFC 9470 step-up), and then the change goes on.
-import { byId } from '../shared/dom.js';
+import { byId, closeOnEscape } from '../shared/dom.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { Api } from './api.js';
 import type { Step } from './messages.js';
 
 type Act = (step: Step, container: HTMLElement | undefined, action: () => Promise<void>) => Promise<void>;
 
-export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<void>) {
+export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<unknown>) {
   const summary = byId('password-summary');
   const title = byId('password-title');
   const buttons = {
@@ -28,7 +28,7 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<vo
     summary.textContent = withPassword
       ? passkeys >= 2
         ? 'You sign in with your password, or a passkey alone. With two passkeys you may do without the password.'
-        : 'You sign in with your password (and your second factor, if you have one).'
+        : 'You sign in with your password (and the second step, once you have a way to verify).'
       : 'Your account has no password: you sign in with your passkeys.';
     buttons.change.hidden = !withPassword;
     buttons.add.hidden = withPassword;
@@ -53,10 +53,12 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<vo
 
   buttons.change.addEventListener('click', openForm);
   buttons.add.addEventListener('click', openForm);
-  form.querySelector('[data-cancel]')?.addEventListener('click', () => {
+  const cancel = () => {
     close();
     (hasPassword ? buttons.change : buttons.add).focus();
-  });
+  };
+  form.querySelector('[data-cancel]')?.addEventListener('click', cancel);
+  closeOnEscape(form, cancel);
 
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -83,10 +85,12 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<vo
     removeBox.hidden = false;
     byId('password-remove-confirm').focus();
   });
-  byId('password-remove-keep').addEventListener('click', () => {
+  const keep = () => {
     close();
     buttons.remove.focus();
-  });
+  };
+  byId('password-remove-keep').addEventListener('click', keep);
+  closeOnEscape(removeBox, keep);
   byId('password-remove-confirm').addEventListener('click', () =>
     act('other', removeBox, async () => {
       await api.call('DELETE', 'mfa/password/');

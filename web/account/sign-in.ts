@@ -1,11 +1,11 @@
 // The account page's sign-in: the shared steps (web/shared/sign-in.ts) sent to the token endpoint's
 // password grant, and the same screen re-authenticating when a change needs a fresh login (RFC 9470).
-import { createSignIn, type StepAnswer } from '../shared/sign-in.js';
+import { createSignIn, type Method, type StepAnswer } from '../shared/sign-in.js';
 import { type Api, isTokens, type MfaRequired, PASSKEY_GRANT, type StepUpChallenge, type Tokens } from './api.js';
 
 export interface AccountSignInHooks {
-  /** A first login finished: show the account. */
-  signedIn(username: string, usedBackupCode: boolean): void;
+  /** A first login finished: show the account (`method`: its second step's, if it had one). */
+  signedIn(username: string, method?: Method): void;
   /** Shows the account again after a re-authentication, finished or cancelled. */
   backToAccount(): void;
 }
@@ -46,11 +46,22 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
     {
       async password(username, password) {
         credentials = { username, password };
-        return toStep(await api.tokenRequest({ grant_type: 'password', username, password, ...stepUpExtra }));
+        // openid, so that userinfo gives the account's own spelling of the name (not what was typed).
+        return toStep(
+          await api.tokenRequest({ grant_type: 'password', username, password, scope: 'openid', ...stepUpExtra }),
+        );
       },
       async secondFactor(fields) {
         if (!credentials) throw new Error('no login in progress');
-        return toStep(await api.tokenRequest({ grant_type: 'password', ...credentials, ...stepUpExtra, ...fields }));
+        return toStep(
+          await api.tokenRequest({
+            grant_type: 'password',
+            ...credentials,
+            scope: 'openid',
+            ...stepUpExtra,
+            ...fields,
+          }),
+        );
       },
       passkeyOptions: () => api.passkeyOptions(),
       async passkey(assertion) {
@@ -65,7 +76,8 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
       },
     },
     {
-      finished(username, usedBackupCode) {
+      finished(username, method) {
+        const wasTyped = credentials !== undefined;
         credentials = undefined;
         const tokens = issued;
         issued = undefined;
@@ -77,7 +89,13 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
           leaveStepUp(true);
           return;
         }
-        hooks.signedIn(username, usedBackupCode);
+        if (!wasTyped) return hooks.signedIn(username, method);
+        // The name as the account spells it ("alice", though "Alice" was typed); the typed one if
+        // userinfo cannot say.
+        void api
+          .usernameOf(tokens.access_token)
+          .catch(() => username)
+          .then((name) => hooks.signedIn(name, method));
       },
       cancelled() {
         credentials = undefined;
@@ -95,19 +113,20 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
   }
 
   /** Re-authenticates `username` (RFC 9470): true once new tokens are in use, false if cancelled. */
-  function stepUp(username: string, challenge: StepUpChallenge): Promise<boolean> {
+  function stepUp(username: string, challenge: StepUpChallenge, phoneEnding?: string): Promise<boolean> {
     settleStepUp(false);
     focusBefore = document.activeElement instanceof HTMLElement ? document.activeElement : undefined;
     steps.start({
       title: 'Confirm it is you',
       intro: challenge.acrValues
-        ? 'This change needs a recent sign-in with your second factor. Enter your password, then verify as you do when you sign in.'
+        ? 'This change needs a recent sign-in with two-step verification. Enter your password, then verify as you do when you sign in.'
         : 'This change needs a recent sign-in. Enter your password again.',
       documentTitle: 'Confirm it is you · Account security',
       username,
       cancellable: true,
       // Re-authenticating proves it is the same person: a passkey sign-in could be anyone's.
       offersPasskey: false,
+      phoneEnding,
     });
     stepUpExtra = challenge.acrValues
       ? { acr_values: challenge.acrValues, max_age: challenge.maxAge }

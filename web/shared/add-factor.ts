@@ -8,9 +8,10 @@ import {
 } from '@simplewebauthn/browser';
 import { generate } from 'lean-qr';
 import { toSvg } from 'lean-qr/extras/svg';
-import { byId, digitsOf, grouped } from './dom.js';
+import { ApiError } from './api-error.js';
+import { byId, closeOnEscape, digitsOf, el, formattedPhone, grouped } from './dom.js';
 import type { EnrolmentStep } from './messages.js';
-import { about, clearNotices, say, warn } from './notices.js';
+import { about, announce, clearNotices, say, warn } from './notices.js';
 import type { FactorType } from './sign-in.js';
 
 /** As the service checks it (FACTOR_NAME_PATTERN): 1 to 64 characters, none of them a control character. */
@@ -39,9 +40,14 @@ export function createFactorAdding(host: FactorAddingHost) {
     smsStart: byId<HTMLFormElement>('sms-start-form'),
     smsVerify: byId<HTMLFormElement>('sms-verify-form'),
   };
+  const resend = byId<HTMLButtonElement>('sms-resend');
+  const totpLinkLine = byId('totp-link-line');
   let smsNumber = '';
+  let totpSecret = '';
   /** The button that opened the add form on screen, to give focus back to. */
   let opener: HTMLButtonElement | undefined;
+  /** Counts down the SMS resend cooldown on the "Send a new code" button. */
+  let cooldownTimer: ReturnType<typeof setInterval> | undefined;
 
   function closeForms() {
     byId('add-buttons').hidden = false;
@@ -51,12 +57,38 @@ export function createFactorAdding(host: FactorAddingHost) {
     }
     byId('totp-qr').replaceChildren();
     byId('totp-secret').textContent = '';
+    totpLinkLine.replaceChildren();
+    totpSecret = '';
     smsNumber = '';
+    endCooldown();
   }
 
-  /** Offers only these types (the hosted sign-in offers what reaches what the app asks). */
+  /** Offers only these types (the hosted sign-in offers what reaches what the app asks), each with its line. */
   function offer(types: readonly FactorType[]) {
-    for (const [type, addButton] of Object.entries(addButtons)) addButton.hidden = !types.includes(type as FactorType);
+    for (const [type, addButton] of Object.entries(addButtons)) {
+      (addButton.closest('li') ?? addButton).hidden = !types.includes(type as FactorType);
+    }
+  }
+
+  /** "Send a new code (21 s)", disabled, until the service's cooldown is over: information, not an error. */
+  function coolDown(seconds: number) {
+    endCooldown();
+    let left = Math.ceil(seconds);
+    const tick = () => {
+      if (left <= 0) return endCooldown();
+      resend.disabled = true;
+      resend.textContent = `Send a new code (${left} s)`;
+      left -= 1;
+    };
+    tick();
+    cooldownTimer = setInterval(tick, 1000);
+  }
+
+  function endCooldown() {
+    clearInterval(cooldownTimer);
+    cooldownTimer = undefined;
+    resend.disabled = false;
+    resend.textContent = 'Send a new code';
   }
 
   function open(form: HTMLFormElement, from: HTMLButtonElement) {
@@ -76,11 +108,13 @@ export function createFactorAdding(host: FactorAddingHost) {
   }
 
   for (const form of Object.values(forms)) {
-    form.querySelector('[data-cancel]')?.addEventListener('click', () => {
+    const cancel = () => {
       closeForms();
       clearNotices();
       opener?.focus();
-    });
+    };
+    form.querySelector('[data-cancel]')?.addEventListener('click', cancel);
+    closeOnEscape(form, cancel);
   }
 
   function nameFrom(input: HTMLInputElement, fallback: string): string | undefined {
@@ -123,9 +157,25 @@ export function createFactorAdding(host: FactorAddingHost) {
         toSvg(generate(enrolment.otpauth_uri), document, { on: '#000', off: '#fff', pad: 4 }),
       );
       byId('totp-secret').textContent = grouped(enrolment.secret);
+      totpSecret = enrolment.secret;
+      // On a phone the QR code cannot be scanned by the phone itself: the link hands the key to its app.
+      totpLinkLine.replaceChildren(
+        el(
+          'a',
+          { href: enrolment.otpauth_uri, id: 'totp-link' },
+          'On this phone? Open the key in your authenticator app',
+        ),
+      );
       forms.totpVerify.hidden = false;
       byId('totp-verify-title').focus();
     });
+  });
+
+  byId('totp-copy').addEventListener('click', () => {
+    navigator.clipboard.writeText(totpSecret).then(
+      () => say('Key copied. Paste it into your authenticator app.', forms.totpVerify),
+      () => warn('This browser did not let the page copy: select the key and copy it yourself.', forms.totpVerify),
+    );
   });
 
   /** The last step of adding an app or a phone: the 6-digit code it shows or received proves it. */
@@ -157,7 +207,8 @@ export function createFactorAdding(host: FactorAddingHost) {
   async function sendSmsCode(phone: string) {
     await host.enrol('sms/request/', { phone_number: phone });
     smsNumber = phone;
-    byId('sms-verify-intro').textContent = `We sent a 6-digit code to +${phone}. It works for 5 minutes.`;
+    byId('sms-verify-intro').textContent =
+      `We sent a 6-digit code to ${formattedPhone(phone)}. It works for 5 minutes.`;
   }
 
   forms.smsStart.addEventListener('submit', (event) => {
@@ -173,22 +224,34 @@ export function createFactorAdding(host: FactorAddingHost) {
       await about(input, () => sendSmsCode(phone));
       forms.smsStart.hidden = true;
       forms.smsVerify.hidden = false;
-      say(`Code sent to +${phone}.`, forms.smsVerify);
+      // The intro says where the code went; the code field is described by it, so it is heard once.
+      clearNotices();
       byId('sms-code').focus();
     });
   });
-  byId('sms-resend').addEventListener('click', () =>
-    host.act('phone', forms.smsVerify, async () => {
-      await sendSmsCode(smsNumber);
-      say(`A new code was sent to +${smsNumber}.`, forms.smsVerify);
-      byId('sms-code').focus();
-    }),
-  );
+  resend.addEventListener('click', async () => {
+    let cooldown: number | undefined;
+    await host.act('phone', forms.smsVerify, async () => {
+      try {
+        await sendSmsCode(smsNumber);
+        byId('sms-verify-intro').textContent =
+          `We sent a new 6-digit code to ${formattedPhone(smsNumber)}. It works for 5 minutes.`;
+        announce(`A new code was sent to ${formattedPhone(smsNumber)}.`);
+      } catch (error) {
+        if (!(error instanceof ApiError && error.code === 'sms_cooldown' && error.retryAfterSeconds)) throw error;
+        cooldown = error.retryAfterSeconds;
+        say('The code sent moments ago still works.', forms.smsVerify);
+      }
+    });
+    // After the busy state, which would enable the button again.
+    if (cooldown) coolDown(cooldown);
+    byId('sms-code').focus();
+  });
   verifyWithCode(
     forms.smsVerify,
     'sms-code',
     'sms/verify/',
-    () => `Phone +${smsNumber} added. Signing in can now send it codes.`,
+    () => `Phone ${formattedPhone(smsNumber)} added. Signing in can now send it codes.`,
   );
 
   return { closeForms, offer };

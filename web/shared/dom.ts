@@ -25,21 +25,6 @@ export function button(text: string, context: string, className = 'secondary'): 
   return el('button', { type: 'button', class: className }, text, el('span', { class: 'visually-hidden' }, context));
 }
 
-/**
- * Escape closes the form or the question the focus is in, as its Cancel (or Keep it) button does
- * (the button marked `data-cancel`), which also puts the focus back where the form was opened.
- */
-export function closeOnEscape(): void {
-  document.addEventListener('keydown', (event) => {
-    if (event.key !== 'Escape' || event.defaultPrevented) return;
-    const within = document.activeElement?.closest('form, .subpanel, .factor-form');
-    const cancel = within?.querySelector<HTMLButtonElement>('[data-cancel]:not(:disabled)');
-    if (!cancel || cancel.closest('[hidden]')) return;
-    event.preventDefault();
-    cancel.click();
-  });
-}
-
 /** Disables every button of `container` while `action` runs, so that nothing is sent twice. */
 export async function whileBusy(container: HTMLElement | undefined, action: () => Promise<void>): Promise<void> {
   const buttons = container ? [...container.querySelectorAll('button')].filter((found) => !found.disabled) : [];
@@ -67,4 +52,105 @@ export function digitsOf(value: string): string {
 /** "1234 5678 9012": long digit strings are easier to read and type in groups. */
 export function grouped(text: string, size = 4): string {
   return text.match(new RegExp(`.{1,${size}}`, 'g'))?.join(' ') ?? text;
+}
+
+/**
+ * Escape closes `container` (a form or a confirmation) while it is open and the focus is in it, as
+ * its own cancel button does: `cancel` closes it and gives the focus back to what opened it.
+ */
+export function closeOnEscape(container: HTMLElement, cancel: () => void): void {
+  container.addEventListener('keydown', (event) => {
+    if (event.key !== 'Escape' || container.hidden || event.defaultPrevented) return;
+    event.preventDefault();
+    cancel();
+  });
+}
+
+/** Countries whose calling code has one or two digits (the others have three): ITU-T E.164 assigned codes. */
+const SHORT_CALLING_CODES = new Set([
+  '1',
+  '7',
+  '20',
+  '27',
+  '30',
+  '31',
+  '32',
+  '33',
+  '34',
+  '36',
+  '39',
+  '40',
+  '41',
+  '43',
+  '44',
+  '45',
+  '46',
+  '47',
+  '48',
+  '49',
+  '51',
+  '52',
+  '53',
+  '54',
+  '55',
+  '56',
+  '57',
+  '58',
+  '60',
+  '61',
+  '62',
+  '63',
+  '64',
+  '65',
+  '66',
+  '81',
+  '82',
+  '84',
+  '86',
+  '90',
+  '91',
+  '92',
+  '93',
+  '94',
+  '95',
+  '98',
+]);
+
+/**
+ * "+1 415 555 2671", "+44 740 012 3456": the digits of an international number (country code
+ * first) in groups, the country code apart. A reading aid, not the country's own format.
+ */
+export function formattedPhone(digits: string): string {
+  const plain = digits.replace(/\D/g, '');
+  const codeLength = SHORT_CALLING_CODES.has(plain.slice(0, 1))
+    ? 1
+    : SHORT_CALLING_CODES.has(plain.slice(0, 2))
+      ? 2
+      : 3;
+  const national = plain.slice(codeLength);
+  const groups: string[] = [];
+  let rest = national;
+  while (rest.length > 4) {
+    groups.push(rest.slice(0, 3));
+    rest = rest.slice(3);
+  }
+  if (rest) groups.push(rest);
+  return `+${plain.slice(0, codeLength)} ${groups.join(' ')}`.trim();
+}
+
+/** "just now", "2 minutes ago", "yesterday"; a time ahead of this device's clock counts as now. */
+export function timeAgo(when: Date, now = new Date()): string {
+  const seconds = Math.max(0, (now.getTime() - when.getTime()) / 1000);
+  if (seconds < 60) return 'just now';
+  const format = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+  const units: [Intl.RelativeTimeFormatUnit, number][] = [
+    ['minute', 60],
+    ['hour', 3600],
+    ['day', 86_400],
+    ['month', 30 * 86_400],
+    ['year', 365 * 86_400],
+  ];
+  let chosen = units[0] as [Intl.RelativeTimeFormatUnit, number];
+  for (const unit of units) if (seconds >= unit[1]) chosen = unit;
+  return format.format(-Math.floor(seconds / chosen[1]), chosen[0]);
 }

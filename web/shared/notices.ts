@@ -80,3 +80,9 @@ function slotNear(near: Element | null | undefined): HTMLElement {
   }
   return byId('page-notice');
 }
+
+/** Announces news that the page already shows in place (a changed intro): heard, not shown twice. */
+export function announce(text: string): void {
+  clearNotices();
+  byId('status').replaceChildren(document.createTextNode(text));
+}

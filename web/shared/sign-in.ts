@@ -14,7 +14,7 @@ import { describeError, type SignInStep } from './messages.js';
 import { clearNotices, say, warn } from './notices.js';
 
 export type FactorType = 'sms' | 'totp' | 'webauthn';
-type Method = FactorType | 'backup';
+export type Method = FactorType | 'backup';
 
 /** What the service answers a step: done, the second factor it asks for, or a factor to add first. */
 export type StepAnswer =
@@ -49,9 +49,8 @@ export interface SignInBackend {
 }
 
 export interface SignInHooks {
-  /** The sign-in is done (the backend holds what it gave). */
-  /** `usedBackupCode`: the second step was a backup code, so the page may say how many are left. */
-  finished(username: string, usedBackupCode: boolean): void;
+  /** The sign-in is done (the backend holds what it gave); `method`: the second step's, if there was one. */
+  finished(username: string, method?: Method): void;
   /** The service asks for a factor to be added before the sign-in can finish (hosted sign-in only). */
   enrol?(answer: Extract<StepAnswer, { kind: 'enrol' }>, username: string): void;
   /** The person gave up at the second step. */
@@ -69,6 +68,8 @@ export interface SignInScreen {
   cancellable: boolean;
   /** Offers "Sign in with a passkey" and passkeys in the username's autofill (not for a re-authentication). */
   offersPasskey: boolean;
+  /** The last digits of the account's phone, when the page knows them: the SMS step names the phone. */
+  phoneEnding?: string;
 }
 
 /** One sign-in in progress. */
@@ -119,6 +120,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   const rememberLabel = byId('remember-label');
   const factorTitle = byId('factor-title');
   const factorPrompt = byId('factor-prompt');
+  const factorUsername = byId('factor-username');
   const codeField = byId('code-field');
   const codeLabel = byId('code-label');
   const codeInput = byId<HTMLInputElement>('code');
@@ -133,6 +135,8 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   let attempt: Attempt | undefined;
   /** Passkeys are offered on this screen (the username's autofill and the button). */
   let isOfferingPasskey = false;
+  /** What the screen was told of the account's phone. */
+  let phoneEnding: string | undefined;
 
   /** Back to the password step, empty; the username's autofill offers passkeys again. */
   function showPasswordStep() {
@@ -151,6 +155,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   /** The password step, as `screen` says. */
   function start(screen: SignInScreen): void {
     isOfferingPasskey = screen.offersPasskey && browserSupportsWebAuthn();
+    phoneEnding = screen.phoneEnding;
     passkeyBox.hidden = !isOfferingPasskey;
     showPasswordStep();
     title.textContent = screen.title;
@@ -167,6 +172,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   function continueWith(username: string, answer: StepAnswer): void {
     section.hidden = false;
     passwordForm.hidden = true;
+    phoneEnding = undefined;
     attempt = { username, methods: [], method: 'totp' };
     follow(answer, username);
   }
@@ -221,10 +227,10 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   /** Acts on the service's answer to a step. */
   function follow(answer: StepAnswer, username: string): void {
     if (answer.kind === 'done') {
-      const usedBackupCode = attempt?.method === 'backup';
+      const method = factorForm.hidden ? undefined : attempt?.method;
       hide();
       clearNotices();
-      hooks.finished(username, usedBackupCode);
+      hooks.finished(username, method);
       return;
     }
     if (answer.kind === 'enrol') {
@@ -246,9 +252,9 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     const days = answer.rememberDeviceDays;
     rememberField.hidden = days === undefined;
     rememberBox.checked = false;
-    rememberLabel.textContent = `Don't ask for a second factor on this device for ${days === 1 ? '1 day' : `${days} days`}`;
+    rememberLabel.textContent = `Don't ask for the second step on this device for ${days === 1 ? '1 day' : `${days} days`}`;
+    // The prompt says where the code went, once: the code field is described by it.
     showFactorForm();
-    if (answer.mfaType === 'sms') say('We sent a code to your phone by SMS.', section);
   }
 
   function showFactorForm() {
@@ -265,6 +271,8 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     codeField.hidden = method === 'webauthn';
     resend.hidden = method !== 'sms';
     codeHint.textContent = '';
+    factorUsername.textContent = attempt.username;
+    const phone = phoneEnding ? `your phone ending ${phoneEnding}` : 'your phone';
     if (method === 'webauthn') {
       factorTitle.textContent = 'Second step: your passkey';
       factorPrompt.textContent = 'Use your passkey: your device or security key asks you to confirm.';
@@ -281,8 +289,8 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       factorPrompt.textContent = !sms
         ? 'Enter the 6-digit code your authenticator app shows for this account.'
         : attempt.didSmsFail
-          ? 'If the code reaches your phone, enter it here. Otherwise ask for a new one, or choose another way below.'
-          : 'Enter the 6-digit code we sent to your phone. It works for 5 minutes.';
+          ? `If the code reaches ${phone}, enter it here. Otherwise ask for a new one, or choose another way below.`
+          : `Enter the 6-digit code we sent to ${phone}. It works for 5 minutes.`;
       codeLabel.textContent = sms ? 'Code from the SMS' : 'Code from the app';
       factorSubmit.textContent = 'Verify';
     }
@@ -309,6 +317,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       renderMethod();
       return;
     }
+    const isResend = method === 'sms' && current.method === 'sms';
     await whileBusy(factorForm, async () => {
       try {
         const answer = await backend.secondFactor({ mfa_type: method });
@@ -318,14 +327,10 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
         current.webauthnOptions = answer.webauthn;
         current.didSmsFail = false;
         renderMethod();
-        if (method === 'sms') {
-          say(
-            'We sent a code to your phone by SMS. (If you asked in the last 30 seconds, the code already sent works.)',
-            section,
-          );
-        } else {
-          clearNotices();
-        }
+        // A first code: the prompt says it was sent. A new one: only this says so.
+        if (isResend)
+          say('A new code is on its way. If you asked moments ago, the code already sent still works.', section);
+        else clearNotices();
       } catch (error) {
         warn(describeError(error, 'other'), section);
       }

@@ -3,7 +3,7 @@
 // Everything it calls is the sign-in's API under <base>/mfa/oauth2/sign-in/<id>/.
 import { createFactorAdding } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
-import { byId, closeOnEscape, whileBusy } from '../shared/dom.js';
+import { byId, whileBusy } from '../shared/dom.js';
 import { describeError, type EnrolmentStep } from '../shared/messages.js';
 import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
 import { createSignIn, type FactorType, type StepAnswer } from '../shared/sign-in.js';
@@ -89,8 +89,6 @@ function toStep(answer: SignInAnswer): StepAnswer {
 
 const post = (path: string, body: unknown) => send<SignInAnswer>('POST', path, body);
 
-closeOnEscape();
-
 const signIn = createSignIn(
   {
     password: async (username, password) => toStep(await post('password', { username, password })),
@@ -157,10 +155,10 @@ const adding = createFactorAdding({
 function showEnrolment(types: FactorType[]) {
   byId('sign-in').hidden = true;
   const onlyPasskeys = types.length === 1 && types[0] === 'webauthn';
-  byId('enrol-title').textContent = onlyPasskeys ? 'Add a passkey' : 'Add a second factor';
+  byId('enrol-title').textContent = onlyPasskeys ? 'Add a passkey' : 'Add a way to verify';
   byId('enrol-intro').textContent = onlyPasskeys
     ? `${clientName} asks for a passkey, which cannot be phished. Add one to this account to continue.`
-    : `${clientName} asks for a second way to prove it is you. Add one to continue; you will use it each time you sign in.`;
+    : `${clientName} asks for two-step verification. Add a way to verify to continue; signing in will ask for it after your password.`;
   adding.closeForms();
   adding.offer(types);
   enrol.hidden = false;
