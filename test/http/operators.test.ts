@@ -4,12 +4,10 @@
 // is an audit event and an operator.action webhook naming them.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import * as OTPAuth from 'otpauth';
 import { runAdmin } from '../support/admin-cli.js';
+import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service, startService } from '../support/service.js';
 import { startWebhookReceiver } from '../support/webhook-receiver.js';
-
-const PASSWORD = 'an operator passphrase';
 
 let service: Service;
 let receiver: Awaited<ReturnType<typeof startWebhookReceiver>>;
@@ -25,18 +23,10 @@ after(async () => {
 
 /** A user with an authenticator app; `signIn` logs in with a fresh code (aal2). */
 async function userWithApp(username: string) {
-  const userId = await service.createUser(username, PASSWORD);
-  const token = await service.accessToken(username, PASSWORD);
-  const start = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
-  const app = OTPAuth.URI.parse(start.otpauth_uri) as OTPAuth.TOTP;
-  const code = () => app.generate({ timestamp: service.clock.now().getTime() });
-  await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: code() } }), 200);
+  const user = await createTotpUser(service, username);
   return {
-    userId,
-    async signIn() {
-      service.clock.advance(30);
-      return service.accessToken(username, PASSWORD, { mfa_code: code() });
-    },
+    userId: user.userId,
+    signIn: () => service.accessToken(username, PASSWORD, { mfa_code: user.code() }),
   };
 }
 
