@@ -5,7 +5,7 @@ import { startFakeTwilio } from '../support/fake-twilio.js';
 import { type ServiceProcess, startServiceProcess } from '../support/node-process.js';
 import { createTestSchema, onPostgres } from '../support/postgres.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, startService } from '../support/service.js';
-import { startWebhookReceiver, verifyWebhook } from '../support/webhook-receiver.js';
+import { eventually, startWebhookReceiver, verifyWebhook } from '../support/webhook-receiver.js';
 
 // Several stateless nodes on one PostgreSQL database: only the PostgreSQL pass runs this file.
 const PASSWORD = 'correct horse battery';
@@ -299,10 +299,15 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
       }
       assert.equal(perId.size, 12);
       assert.deepEqual(new Set(perId.values()), new Set([2]), 'each event: one failed attempt, one success');
-      const { deliveries } = await expectStatus(
-        call(1, `/admin/webhooks/${endpoint.id}/deliveries`, { token: ADMIN_TOKEN }),
-        200,
-      );
+      // The receiver has its answer before the node records it: read once every attempt is recorded.
+      let deliveries: { event_id: string; attempt: number; status: string }[] = [];
+      await eventually(async () => {
+        ({ deliveries } = await expectStatus(
+          call(1, `/admin/webhooks/${endpoint.id}/deliveries`, { token: ADMIN_TOKEN }),
+          200,
+        ));
+        return deliveries.length === 24 && deliveries.every((line) => line.status !== 'pending');
+      });
       assert.equal(deliveries.length, 24);
       for (const id of perId.keys()) {
         const lines = deliveries.filter((line: { event_id: string }) => line.event_id === id);
