@@ -39,11 +39,14 @@ const FORGET_AFTER_SECONDS = 2 * 86_400;
 /** Attempts counted longer ago than this and still not settled are taken for abandoned (their node stopped). */
 const IN_FLIGHT_SECONDS = 30;
 /**
- * How long an attempt waits, at most, for the attempts in flight before it to be settled; past it
- * the answer is 429 `attempts_in_flight`. A waiting attempt asks again when an attempt of its scope
- * settles on this node, and at the latest after POLL_MS (attempts settled by other nodes).
+ * How long an attempt waits for the attempts in flight before it to be settled: while they keep
+ * settling on this node it waits on (a busy address's queue is moving, only slowly under load), but
+ * after WAIT_WITHOUT_PROGRESS_MS without one settling, or WAIT_AT_MOST_MS in all, the answer is 429
+ * `attempts_in_flight`. A waiting attempt asks again when an attempt of its scope settles on this
+ * node, and at the latest after POLL_MS (attempts settled by other nodes).
  */
-const WAIT_FOR_IN_FLIGHT_MS = 20_000;
+const WAIT_WITHOUT_PROGRESS_MS = 20_000;
+const WAIT_AT_MOST_MS = 120_000;
 const POLL_MS = 250;
 
 class Refused extends Error {
@@ -66,8 +69,8 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
   /** This node's waiting attempts, by the scope they wait for, oldest first. */
   const waiting = new Map<string, (() => void)[]>();
 
-  /** Resolves when an attempt of `scope` settles here (the oldest waiter first), or after `ms`. */
-  function waitForSettlement(scope: string, ms: number): Promise<void> {
+  /** Resolves true when an attempt of `scope` settles here (the oldest waiter first), false after `ms`. */
+  function waitForSettlement(scope: string, ms: number): Promise<boolean> {
     return new Promise((resolve) => {
       const queue = waiting.get(scope) ?? [];
       waiting.set(scope, queue);
@@ -75,11 +78,11 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
         const index = queue.indexOf(wake);
         if (index >= 0) queue.splice(index, 1);
         if (queue.length === 0) waiting.delete(scope);
-        resolve();
+        resolve(false);
       }, ms);
       function wake() {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       }
       queue.push(wake);
     });
@@ -98,13 +101,15 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
   async function reserve(scopes: LimitedScope[]): Promise<Reservation> {
     const now = clock.now();
     if (pruneDue(now)) await store.throttle.deleteAttemptsBefore(new Date(now.getTime() - FORGET_AFTER_SECONDS * 1000));
-    const waitUntil = performance.now() + WAIT_FOR_IN_FLIGHT_MS;
+    const giveUpAt = performance.now() + WAIT_AT_MOST_MS;
+    let progressDeadline = performance.now() + WAIT_WITHOUT_PROGRESS_MS;
     for (;;) {
       const outcome = await tryReserve(scopes);
       if (!('busyScope' in outcome)) return outcome;
-      const left = waitUntil - performance.now();
+      const left = Math.min(giveUpAt, progressDeadline) - performance.now();
       if (left <= 0) throw inFlightError();
-      await waitForSettlement(outcome.busyScope, Math.min(left, POLL_MS));
+      const settled = await waitForSettlement(outcome.busyScope, Math.min(left, POLL_MS));
+      if (settled) progressDeadline = performance.now() + WAIT_WITHOUT_PROGRESS_MS;
     }
   }
 
