@@ -39,9 +39,9 @@ const FORGET_AFTER_SECONDS = 2 * 86_400;
 /** Attempts counted longer ago than this and still not settled are taken for abandoned (their node stopped). */
 const IN_FLIGHT_SECONDS = 30;
 /**
- * How long an attempt waits for the attempts in flight before it to be settled: while they keep
+ * How long an attempt waits for the attempts in flight before it to be settled: while attempts keep
  * settling on this node it waits on (a busy address's queue is moving, only slowly under load), but
- * after WAIT_WITHOUT_PROGRESS_MS without one settling, or WAIT_AT_MOST_MS in all, the answer is 429
+ * after WAIT_WITHOUT_PROGRESS_MS without any settling, or WAIT_AT_MOST_MS in all, the answer is 429
  * `attempts_in_flight`. A waiting attempt asks again when an attempt of its scope settles on this
  * node, and at the latest after POLL_MS (attempts settled by other nodes).
  */
@@ -69,8 +69,11 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
   /** This node's waiting attempts, by the scope they wait for, oldest first. */
   const waiting = new Map<string, (() => void)[]>();
 
-  /** Resolves true when an attempt of `scope` settles here (the oldest waiter first), false after `ms`. */
-  function waitForSettlement(scope: string, ms: number): Promise<boolean> {
+  /** Attempts settled on this node so far: a waiting attempt that sees it grow knows the queue moves. */
+  let settledHere = 0;
+
+  /** Resolves when an attempt of `scope` settles here (the oldest waiter first), or after `ms`. */
+  function waitForSettlement(scope: string, ms: number): Promise<void> {
     return new Promise((resolve) => {
       const queue = waiting.get(scope) ?? [];
       waiting.set(scope, queue);
@@ -78,11 +81,11 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
         const index = queue.indexOf(wake);
         if (index >= 0) queue.splice(index, 1);
         if (queue.length === 0) waiting.delete(scope);
-        resolve(false);
+        resolve();
       }, ms);
       function wake() {
         clearTimeout(timer);
-        resolve(true);
+        resolve();
       }
       queue.push(wake);
     });
@@ -90,6 +93,7 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
 
   /** An attempt settled: the oldest attempt waiting for each of its scopes asks again now. */
   function wakeNext(scopes: LimitedScope[]): void {
+    settledHere += 1;
     for (const { scope } of scopes) {
       const queue = waiting.get(scope);
       queue?.shift()?.();
@@ -108,8 +112,9 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
       if (!('busyScope' in outcome)) return outcome;
       const left = Math.min(giveUpAt, progressDeadline) - performance.now();
       if (left <= 0) throw inFlightError();
-      const settled = await waitForSettlement(outcome.busyScope, Math.min(left, POLL_MS));
-      if (settled) progressDeadline = performance.now() + WAIT_WITHOUT_PROGRESS_MS;
+      const settledBefore = settledHere;
+      await waitForSettlement(outcome.busyScope, Math.min(left, POLL_MS));
+      if (settledHere > settledBefore) progressDeadline = performance.now() + WAIT_WITHOUT_PROGRESS_MS;
     }
   }
 
