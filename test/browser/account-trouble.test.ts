@@ -147,3 +147,26 @@ describe('the account page when the SMS provider or the service is in trouble', 
     assert.deepEqual(pageErrors, []);
   });
 });
+
+describe('the account page opened at an IP address', () => {
+  test('adding a passkey there says why the browser refused and links the same page at localhost', async () => {
+    await service.createUser('dave', PASSWORD);
+    const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
+    const atAddress = await context.newPage();
+    const ipOrigin = stack.origin.replace('localhost', '127.0.0.1');
+    await atAddress.goto(`${ipOrigin}/account/`);
+    await atAddress.locator('#username').fill('dave');
+    await atAddress.locator('#password').fill(PASSWORD);
+    await atAddress.keyboard.press('Enter');
+    await button(atAddress, 'Add a passkey').click();
+    await atAddress.locator('#passkey-name').fill('Laptop');
+    await atAddress.locator('#passkey-name').press('Enter');
+    await notice(
+      atAddress,
+      'alert',
+      `they need a domain name, not an IP address, and HTTPS anywhere but localhost. Open this page at ${stack.origin}/account/ instead.`,
+    );
+    assert.doesNotMatch((await atAddress.getByRole('alert').first().textContent()) ?? '', /ISSUER/);
+    await context.close();
+  });
+});

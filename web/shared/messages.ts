@@ -85,11 +85,20 @@ function describeApiError(error: ApiError, step: SignInStep): string {
   }
 }
 
+/** Where passkeys work: this page at localhost when it was opened at a loopback address, else the service's name. */
+function betterAddress(): string {
+  const { hostname, port, pathname, search } = window.location;
+  if (hostname === '127.0.0.1' || hostname === '[::1]') {
+    return `Open this page at http://localhost${port ? `:${port}` : ''}${pathname}${search} instead.`;
+  }
+  return 'Open this page at the address the service was set up with (its domain name).';
+}
+
 /** The browser's own refusals (WebAuthn), or undefined for anything else. */
 function describePasskeyError(error: Error): string | undefined {
   const code = error instanceof WebAuthnError ? error.code : undefined;
   if (code === 'ERROR_INVALID_DOMAIN' || code === 'ERROR_INVALID_RP_ID' || error.name === 'SecurityError') {
-    return 'The browser refused passkeys on this address. Open this page at the service’s own address (its ISSUER), by a domain name such as localhost, not an IP address, and over HTTPS anywhere but localhost.';
+    return `The browser refused passkeys on this address: they need a domain name, not an IP address, and HTTPS anywhere but localhost. ${betterAddress()}`;
   }
   if (error.name === 'NotAllowedError' || error.name === 'AbortError') {
     return 'The passkey request was cancelled or timed out. Try again when you are ready.';
