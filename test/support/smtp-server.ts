@@ -12,13 +12,14 @@ export interface ReceivedMail {
 /**
  * A mail server in the test process, as an operator's relay would be: it takes mail on
  * 127.0.0.1 and keeps it (`accept`), refuses some recipients with 550, refuses every connection
- * with 554 (`refuse`), or accepts connections and never says a word (`hang`).
+ * with 554 (`refuse`, until `startAccepting`), or accepts connections and never says a word (`hang`).
  */
 export async function startSmtpServer(
   options: { mode?: 'accept' | 'refuse' | 'hang'; refuseRecipient?: (address: string) => boolean } = {},
 ) {
   const received: ReceivedMail[] = [];
   const mode = options.mode ?? 'accept';
+  let isRefusing = mode === 'refuse';
   const sockets = new Set<Socket>();
   let close: () => Promise<void>;
   let port: number;
@@ -39,7 +40,7 @@ export async function startSmtpServer(
       disabledCommands: ['STARTTLS', 'AUTH'],
       logger: false,
       onConnect(_session, callback) {
-        if (mode === 'refuse') return callback(Object.assign(new Error('no mail today'), { responseCode: 554 }));
+        if (isRefusing) return callback(Object.assign(new Error('no mail today'), { responseCode: 554 }));
         callback();
       },
       onRcptTo(address, _session, callback) {
@@ -69,6 +70,20 @@ export async function startSmtpServer(
     received,
     /** The mail sent to `address`, in order. */
     mailTo: (address: string) => received.filter((mail) => mail.to.includes(address)),
+    /** A refusing server takes mail from now on. */
+    startAccepting() {
+      isRefusing = false;
+    },
+    /** The mail sent to `address` once there are `count` of them (the outbox sends within a second or so). */
+    async waitForMail(address: string, count = 1, timeoutMs = 10_000): Promise<ReceivedMail[]> {
+      const deadline = performance.now() + timeoutMs;
+      for (;;) {
+        const mails = received.filter((mail) => mail.to.includes(address));
+        if (mails.length >= count) return mails;
+        if (performance.now() > deadline) throw new Error(`${mails.length} of ${count} mails came to ${address}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     /** The 6-digit code of the last mail to `address`; throws when there is none. */
     lastCodeFor(address: string): string {
       const mail = received.filter((candidate) => candidate.to.includes(address)).at(-1);
