@@ -7,6 +7,45 @@ export interface ReceivedMail {
   to: string[];
   /** The message as sent: headers and body. */
   raw: string;
+  /** The Subject header, its MIME encoded-words decoded. */
+  subject: string;
+  /** The body, its transfer encoding (quoted-printable or base64) decoded. */
+  text: string;
+}
+
+/** A single-part message as nodemailer writes it, read back as a person sees it. */
+function decodeMail(raw: string): { subject: string; text: string } {
+  const split = raw.indexOf('\r\n\r\n');
+  const headers = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ');
+  const body = raw.slice(split + 4);
+  const header = (name: string) => new RegExp(`^${name}: (.*)$`, 'im').exec(headers)?.[1] ?? '';
+  const subject = header('Subject').replace(
+    /=\?utf-8\?([QB])\?([^?]*)\?=\s?/gi,
+    (_whole, kind: string, word: string) =>
+      kind.toUpperCase() === 'B'
+        ? Buffer.from(word, 'base64').toString('utf8')
+        : decodeQuotedPrintable(word.replaceAll('_', ' ')),
+  );
+  const encoding = header('Content-Transfer-Encoding').toLowerCase();
+  const text =
+    encoding === 'base64'
+      ? Buffer.from(body, 'base64').toString('utf8')
+      : encoding === 'quoted-printable'
+        ? decodeQuotedPrintable(body.replace(/=\r\n/g, ''))
+        : body;
+  return { subject, text: text.replace(/\r\n/g, '\n') };
+}
+
+function decodeQuotedPrintable(text: string): string {
+  const bytes: number[] = [];
+  for (let index = 0; index < text.length; index += 1) {
+    const hex = text[index] === '=' ? text.slice(index + 1, index + 3) : '';
+    if (/^[0-9A-F]{2}$/i.test(hex)) {
+      bytes.push(Number.parseInt(hex, 16));
+      index += 2;
+    } else bytes.push(...Buffer.from(text[index] ?? '', 'utf8'));
+  }
+  return Buffer.from(bytes).toString('utf8');
 }
 
 /**
@@ -56,7 +95,7 @@ export async function startSmtpServer(
           raw += chunk;
         });
         stream.on('end', () => {
-          received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw });
+          received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw, ...decodeMail(raw) });
           callback();
         });
       },
@@ -74,13 +113,16 @@ export async function startSmtpServer(
     startAccepting() {
       isRefusing = false;
     },
-    /** The mail sent to `address` once there are `count` of them (the outbox sends within a second or so). */
-    async waitForMail(address: string, count = 1, timeoutMs = 10_000): Promise<ReceivedMail[]> {
-      const deadline = performance.now() + timeoutMs;
+    /**
+     * The mail sent to `address` whose subject matches `subject`, once there is one (the outbox
+     * sends within a second or so); throws after 10 s.
+     */
+    async waitForMail(address: string, subject = /./): Promise<ReceivedMail> {
+      const deadline = performance.now() + 10_000;
       for (;;) {
-        const mails = received.filter((mail) => mail.to.includes(address));
-        if (mails.length >= count) return mails;
-        if (performance.now() > deadline) throw new Error(`${mails.length} of ${count} mails came to ${address}`);
+        const mail = received.find((candidate) => candidate.to.includes(address) && subject.test(candidate.subject));
+        if (mail) return mail;
+        if (performance.now() > deadline) throw new Error(`no mail to ${address} with the subject ${subject}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },
