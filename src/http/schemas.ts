@@ -245,6 +245,13 @@ export const RecoveryRequestStatus = Type.Object({
   }),
 });
 
+/** 409 `recovery_waiting` says when (`ready_at`); `no_recovery_request` and `mfa_not_enabled` do not. */
+export const RecoveryConflict = Type.Object({
+  error: Type.String(),
+  error_description: Type.String(),
+  ready_at: Type.Optional(Type.String({ format: 'date-time' })),
+});
+
 export const RecoveryWaiting = Type.Object({
   state: Type.Literal('waiting'),
   ready_at: Type.String({ format: 'date-time' }),

@@ -5,6 +5,7 @@ import type { App, RequestGuard } from '../app-types.js';
 import { contextOf } from '../request-context.js';
 import {
   ErrorBody,
+  RecoveryConflict,
   RecoveryRequestBody,
   RecoveryRequestStatus,
   RecoveryWaiting,
@@ -12,7 +13,7 @@ import {
   toTokenResponseBody,
 } from '../schemas.js';
 
-const errors = { 400: ErrorBody, 409: ErrorBody, 429: ErrorBody };
+const errors = { 400: ErrorBody, 409: RecoveryConflict, 429: ErrorBody };
 
 /**
  * CONTRACT §20, recovery when every factor is lost: asked and completed with the password alone
