@@ -60,7 +60,7 @@ describe('a recovery request on the account page', () => {
   test('one asked for while the page is open shows on coming back to the tab; Cancel cancels it', async () => {
     const { ready_at } = await askForRecovery();
     // What a browser fires when the person comes back to the tab (from the notice mail, say).
-    await page.evaluate(() => document.dispatchEvent(new Event('visibilitychange')));
+    await page.evaluate("document.dispatchEvent(new Event('visibilitychange'))");
     await page.getByRole('heading', { name: 'Someone asked to recover your account' }).waitFor();
     const when = new Intl.DateTimeFormat('en-GB', { dateStyle: 'long', timeStyle: 'short', timeZone: 'UTC' }).format(
       new Date(ready_at),
