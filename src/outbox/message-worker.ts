@@ -6,6 +6,7 @@ import type { MessageOutcome, ServiceMetrics } from '../metrics/metrics.js';
 import type { ClaimedMessage } from '../store/outbox-messages.js';
 import type { Store } from '../store/store.js';
 import { nextAttemptAt } from '../webhooks/delivery-worker.js';
+import { createClaimLoop } from './claim-loop.js';
 import { MESSAGE_LEASE_SECONDS, messageSealingContext, type OutboxMessages } from './message-outbox.js';
 
 /** How each channel sends: throws the sender's ServiceError (mail-sender.ts, sms-sender.ts). */
@@ -42,52 +43,22 @@ export interface AttemptResult {
  */
 export function createMessageWorker(deps: MessageWorkerDeps) {
   const { store, clock, sealingKey, channels, metrics, log } = deps;
-  const pollIntervalMs = deps.pollIntervalMs ?? 500;
-  const inFlight = new Map<string, Promise<AttemptResult>>();
-  let timer: NodeJS.Timeout | undefined;
-  let polling: Promise<void> | undefined;
-  let isRunning = false;
-  let isFailing = false;
-
-  function schedule(delayMs: number) {
-    if (!isRunning) return;
-    timer = setTimeout(() => {
-      polling = poll().finally(() => {
-        polling = undefined;
-      });
-    }, delayMs);
-    timer.unref();
-  }
-
-  async function poll() {
-    const room = MAX_IN_FLIGHT - inFlight.size;
-    let claimed: ClaimedMessage[] = [];
-    if (room > 0) {
+  const loop = createClaimLoop({
+    queue: 'message outbox',
+    claim(limit, exceptIds) {
       const now = clock.now();
-      try {
-        claimed = await store.outbox.claimDueMessages({
-          now,
-          leaseUntil: new Date(now.getTime() + MESSAGE_LEASE_SECONDS * 1000),
-          limit: room,
-          exceptIds: [...inFlight.keys()],
-        });
-        if (isFailing) log.info('message outbox readable again');
-        isFailing = false;
-      } catch (error) {
-        // Once per outage, not every poll.
-        if (!isFailing) log.error({ err: error }, 'message outbox cannot be read; retrying');
-        isFailing = true;
-      }
-    }
-    for (const message of claimed) attempt(message);
-    schedule(claimed.length > 0 && claimed.length === room ? 0 : pollIntervalMs);
-  }
+      const leaseUntil = new Date(now.getTime() + MESSAGE_LEASE_SECONDS * 1000);
+      return store.outbox.claimDueMessages({ now, leaseUntil, limit, exceptIds });
+    },
+    run: send,
+    maxInFlight: MAX_IN_FLIGHT,
+    pollIntervalMs: deps.pollIntervalMs ?? 500,
+    log,
+  });
 
   /** Sends a claimed (or held) message once and records the outcome; never throws. */
   function attempt(message: ClaimedMessage): Promise<AttemptResult> {
-    const running = send(message).finally(() => inFlight.delete(message.id));
-    inFlight.set(message.id, running);
-    return running;
+    return loop.track(message.id, send(message));
   }
 
   async function send(message: ClaimedMessage): Promise<AttemptResult> {
@@ -136,17 +107,11 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
 
   return {
     attempt,
-    start() {
-      if (isRunning) return;
-      isRunning = true;
-      schedule(0);
-    },
-    /** Stops polling and lets attempts in flight end (each is bounded by its sender's timeout). */
+    start: loop.start,
+    /** Stops polling and lets attempts under way end (each is bounded by its sender's timeout). */
     async stop() {
-      isRunning = false;
-      clearTimeout(timer);
-      await polling;
-      await Promise.allSettled(inFlight.values());
+      await loop.halt();
+      await Promise.allSettled(loop.underWay());
     },
   };
 }

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { PostgresAdapter } from 'kysely';
 import type { Executor, OutboxChannel, OutboxMessageStatus } from './database.js';
+import { claimDueRows } from './leased-claims.js';
 
 /** A message to put in the outbox; `held` claims it at once for its writer, who sends it itself. */
 export interface NewOutboxMessage {
@@ -56,44 +55,19 @@ export async function insertOutboxMessage(db: Executor, message: NewOutboxMessag
     .execute();
 }
 
-/**
- * Claims up to `limit` due messages until `leaseUntil`, counting an attempt for each. The
- * conditional update settles races between nodes (PostgreSQL's SKIP LOCKED lets them pass each
- * other's rows by; SQLite has one writer). A claim that lapsed (its worker died) is due again.
- */
+/** Claims up to `limit` due messages (leased-claims.ts); a claim that lapsed (its worker died) is due again. */
 export async function claimDueMessages(
   db: Executor,
   claim: { now: Date; leaseUntil: Date; limit: number; exceptIds?: string[] },
 ): Promise<ClaimedMessage[]> {
-  const now = claim.now.toISOString();
-  // A read first: idle polls then take no write lock (SQLite has one for the whole file).
-  const anyDue = await db
-    .selectFrom('outbox_message')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('due_at', '<=', now)
-    .limit(1)
-    .executeTakeFirst();
-  if (!anyDue) return [];
-  const leaseId = randomUUID();
-  let candidates = db
-    .selectFrom('outbox_message')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('due_at', '<=', now)
-    .$if((claim.exceptIds?.length ?? 0) > 0, (query) => query.where('id', 'not in', claim.exceptIds ?? []))
-    .orderBy('due_at')
-    .limit(claim.limit);
-  if (db.getExecutor().adapter instanceof PostgresAdapter) candidates = candidates.forUpdate().skipLocked();
-  const rows = await db
-    .updateTable('outbox_message')
-    .set((eb) => ({ attempts: eb('attempts', '+', 1), lease_id: leaseId, due_at: claim.leaseUntil.toISOString() }))
-    .where('id', 'in', candidates)
-    // Checked again on the row itself: PostgreSQL re-reads a row another claim changed meanwhile.
-    .where('status', '=', 'pending')
-    .where('due_at', '<=', now)
-    .returning(['id', 'channel', 'kind', 'sealed_message', 'attempts', 'created_at'])
-    .execute();
+  const { leaseId, rows } = await claimDueRows(db, 'outbox_message', claim, [
+    'id',
+    'channel',
+    'kind',
+    'sealed_message',
+    'attempts',
+    'created_at',
+  ]);
   return rows.map((row) => ({
     id: row.id,
     channel: row.channel,
