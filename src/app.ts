@@ -29,6 +29,7 @@ import { operatorViewRoutes } from './http/routes/operator-views.js';
 import { findPageDir, loadPage, type Page, pageRoutes } from './http/routes/pages.js';
 import { passwordRoutes } from './http/routes/password.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
+import { recoveryRequestRoutes } from './http/routes/recovery-requests.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
 import { webauthnRoutes } from './http/routes/webauthn.js';
@@ -52,6 +53,9 @@ import { createGuessBudget } from './mfa/guess-budget.js';
 import { createLoginChallenge } from './mfa/login-challenge.js';
 import { createMfaRemoval } from './mfa/mfa-removal.js';
 import { createOneTimeCodes } from './mfa/one-time-codes.js';
+import { parsePhoneNumber } from './mfa/phone-numbers.js';
+import { createRecoveryRequests } from './mfa/recovery-requests.js';
+import { createSecurityNotices } from './notices/security-notices.js';
 import { createAccessTokens } from './oauth/access-tokens.js';
 import { createAuthorizationCodes } from './oauth/authorization-codes.js';
 import { createClients } from './oauth/clients.js';
@@ -65,6 +69,8 @@ import { createRefreshGrant } from './oauth/refresh-grant.js';
 import { createRevocation } from './oauth/revocation.js';
 import { createSigningKeys } from './oauth/signing-keys.js';
 import { createTokenIssuer } from './oauth/token-issuer.js';
+import { createMessageOutbox, MESSAGE_SEALING_PURPOSE } from './outbox/message-outbox.js';
+import { createMessageWorker } from './outbox/message-worker.js';
 import { createConsoleSender } from './sms/console-sender.js';
 import { createSmsDelivery } from './sms/failover.js';
 import type { SmsSender } from './sms/sms-sender.js';
@@ -151,7 +157,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   }
   const hashSecret = await store.secrets.findServiceSecret(config.secretKey, clock.now());
   const codeKey = deriveKey(hashSecret, 'one-time-code-hash');
-  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
+  // CONTRACT §16/§20: every mail and SMS the service sends on its own goes through one outbox.
+  const messageSealingKey = deriveKey(hashSecret, MESSAGE_SEALING_PURPOSE);
+  const outbox = createMessageOutbox({ clock, sealingKey: messageSealingKey });
+  const notices = createSecurityNotices({ outbox, serviceName: config.serviceName, issuer: config.issuer });
+  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays, notices });
   const countries = createCountryBudgets({ store, clock, limits: config.smsLimits, audit });
   const { registry, metrics } = createMetrics({
     countEnabledUsers: () => store.factors.countUsersWithMfa(),
@@ -167,9 +177,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     fallback?.kind === 'twilio'
       ? createTwilioSender(fallback, 'twilio_fallback')
       : fallback && createVonageSender(fallback);
+  const smsDelivery = createSmsDelivery({ primary: smsSender, fallback: smsFallback, clock });
   const codes = createOneTimeCodes({
     store,
-    sms: createSmsDelivery({ primary: smsSender, fallback: smsFallback, clock }),
+    sms: smsDelivery,
     countries,
     clock,
     codeKey,
@@ -240,11 +251,23 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const factors: SecondFactors = { sms, totp, webauthn };
   const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
   const passwords = createPasswordCheck({ store, throttle, audit });
+  const recovery = createRecoveryRequests({
+    store,
+    passwords,
+    removal,
+    audit,
+    outbox,
+    metrics,
+    clock,
+    delaySeconds: config.recoveryDelaySeconds,
+    serviceName: config.serviceName,
+  });
   const passwordGrant = createPasswordGrant({
     store,
     loginChallenge,
     passwords,
     passkeys: webauthn,
+    recovery,
     tokens,
     audit,
     metrics,
@@ -253,12 +276,31 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const accounts = createAccounts({ store, clock, audit, sessions });
   const invites = createInvites({ store, audit, clock, issuer: config.issuer });
   const inviteRedemption = createInviteRedemption({ store, passkeys: webauthn, tokens, audit, clock });
+  const mailSender =
+    config.mail.kind === 'smtp'
+      ? createSmtpSender(config.mail)
+      : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line)));
+  const messageWorker = createMessageWorker({
+    store,
+    clock,
+    sealingKey: messageSealingKey,
+    metrics,
+    log: rootLogger,
+    // Channels by name, as second factors are: a new channel is a sender and an entry.
+    channels: {
+      email: (mail, log, messageId) => mailSender.send({ ...mail, messageId }, log),
+      sms: ({ phoneNumber, body }, log) => {
+        const phone = parsePhoneNumber(phoneNumber);
+        return smsDelivery.deliver({ toE164: phone.e164, body }, log, (attempt) =>
+          metrics.smsSent('notice', phone.callingCode, attempt.outcome, attempt.provider, attempt.durationSeconds),
+        );
+      },
+    },
+  });
   const emails = createEmails({
     store,
-    mail:
-      config.mail.kind === 'smtp'
-        ? createSmtpSender(config.mail)
-        : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line))),
+    outbox,
+    sendNow: messageWorker.attempt,
     stepUp,
     audit,
     clock,
@@ -334,6 +376,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     signInSessions,
     rememberedDevices,
     codes: authorizationCodes,
+    recovery,
     audit,
     metrics,
     clock,
@@ -411,6 +454,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   totpRoutes(app, { totp, requireAccessToken });
   webauthnRoutes(app, { webauthn, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
+  recoveryRequestRoutes(app, { recovery, passwordGrant, clients, requireAccessToken });
   passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
@@ -458,8 +502,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.
-  app.addHook('onClose', () => deliveryWorker.stop());
+  app.addHook('onClose', () => Promise.all([deliveryWorker.stop(), messageWorker.stop()]));
   await app.ready();
   deliveryWorker.start();
+  messageWorker.start();
   return app;
 }

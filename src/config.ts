@@ -70,6 +70,8 @@ export interface Config {
   auditRetentionDays: number;
   /** CONTRACT §14: how old a login may be for a sensitive call, or to start turning MFA on (STEP_UP_MAX_AGE). */
   stepUpMaxAgeSeconds: number;
+  /** CONTRACT §20: how long a recovery request waits before the factors may be removed (RECOVERY_DELAY). */
+  recoveryDelaySeconds: number;
   /** CONTRACT §18: the browser's sign-in session lasts at most this long (SSO_SESSION_TTL) … */
   ssoSessionTtlSeconds: number;
   /** … and ends after this long without use (SSO_SESSION_IDLE_TTL). */
@@ -199,6 +201,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretKey,
     auditRetentionDays: integer('AUDIT_RETENTION_DAYS', 90, 1, 36_500),
     stepUpMaxAgeSeconds: integer('STEP_UP_MAX_AGE', 600, 30, 86_400),
+    // At least a minute, at most 30 days: the delay is what lets the owner see and stop a request.
+    recoveryDelaySeconds: integer('RECOVERY_DELAY', 259_200, 60, 2_592_000),
     ssoSessionTtlSeconds: integer('SSO_SESSION_TTL', 36_000, 60, 31_536_000),
     ssoSessionIdleTtlSeconds: integer('SSO_SESSION_IDLE_TTL', 1800, 60, 31_536_000),
     webauthn: loadWebauthn(value, issuer, serviceName),

@@ -28,6 +28,9 @@ export type ErrorCode =
   | 'too_many_factors'
   | 'too_few_passkeys'
   | 'no_password'
+  // Recovery when every factor is lost (CONTRACT §20)
+  | 'recovery_waiting'
+  | 'no_recovery_request'
   // Passwords (CONTRACT §20)
   | 'weak_password'
   // Email (CONTRACT §20)

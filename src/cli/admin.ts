@@ -8,9 +8,11 @@ import { ServiceError } from '../errors.js';
 import { createSessions } from '../logins/sessions.js';
 import { type CountryStatus, createCountryBudgets } from '../mfa/country-budgets.js';
 import { createMfaRemoval } from '../mfa/mfa-removal.js';
+import { createSecurityNotices } from '../notices/security-notices.js';
 import { type ClientMetadataInput, parseClientMetadata, parseMfaChallenge } from '../oauth/client-metadata.js';
 import { type ClientSettings, createClients } from '../oauth/clients.js';
 import { createSigningKeys } from '../oauth/signing-keys.js';
+import { createMessageOutbox, MESSAGE_SEALING_PURPOSE } from '../outbox/message-outbox.js';
 import { maskPhone } from '../sms/sms-sender.js';
 import { openDatabase } from '../store/database.js';
 import { migrateToLatest } from '../store/migrate.js';
@@ -36,12 +38,20 @@ interface Command {
   run(args: string[], services: Services, options: ReadonlySet<string>): Promise<void>;
 }
 
-type Services = ReturnType<typeof createServices>;
+type Services = Awaited<ReturnType<typeof createServices>>;
 
-function createServices(store: Store, config: Config) {
+async function createServices(store: Store, config: Config) {
   const clock = systemClock;
   const { secretKey, accessTokenTtlSeconds } = config;
-  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
+  // Keys as app.ts derives them: from SECRET_KEY, else from the key kept in the database.
+  const serviceSecret = await store.secrets.findServiceSecret(secretKey, clock.now());
+  // Notices of what an operator does here are queued as the server's are; a running node sends them.
+  const notices = createSecurityNotices({
+    outbox: createMessageOutbox({ clock, sealingKey: deriveKey(serviceSecret, MESSAGE_SEALING_PURPOSE) }),
+    serviceName: config.serviceName,
+    issuer: config.issuer,
+  });
+  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays, notices });
   const sessions = createSessions({ accessTokenTtlSeconds });
   return {
     accounts: createAccounts({ store, clock, audit, sessions }),
@@ -49,14 +59,13 @@ function createServices(store: Store, config: Config) {
     removal: createMfaRemoval({ store, sessions, audit, clock }),
     clients: createClients({ store, clock }),
     signingKeys: () => createSigningKeys({ store, clock, secretKey, accessTokenTtlSeconds }),
-    async webhooks() {
-      // The sealing key as app.ts derives it: from SECRET_KEY, else from the key kept in the database.
-      const sealingKey = deriveKey(
-        await store.secrets.findServiceSecret(secretKey, clock.now()),
-        WEBHOOK_SEALING_PURPOSE,
-      );
-      return createWebhookEndpoints({ store, clock, sealingKey, allowPrivate: config.webhookAllowPrivate });
-    },
+    webhooks: () =>
+      createWebhookEndpoints({
+        store,
+        clock,
+        sealingKey: deriveKey(serviceSecret, WEBHOOK_SEALING_PURPOSE),
+        allowPrivate: config.webhookAllowPrivate,
+      }),
     countries: createCountryBudgets({ store, clock, limits: config.smsLimits, audit }),
     smsLimits: config.smsLimits,
   };
@@ -289,7 +298,7 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
           `unknown event "${unknown}"; events: ${WEBHOOK_EVENT_TYPES.join(', ')}`,
         );
       }
-      const { endpoint, secret } = await (await webhooks()).createEndpoint(url, events as WebhookEventType[]);
+      const { endpoint, secret } = await webhooks().createEndpoint(url, events as WebhookEventType[]);
       print(`id=${endpoint.id}\nsecret=${secret}`);
     },
   },
@@ -299,7 +308,7 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
     help: 'One line per endpoint: id, URL and the events it receives.',
     arity: 0,
     async run(_args, { webhooks }) {
-      const endpoints = await (await webhooks()).listEndpoints();
+      const endpoints = await webhooks().listEndpoints();
       print(['id\turl\tevents', ...endpoints.map((e) => [e.id, e.url, e.events.join(',')].join('\t'))].join('\n'));
     },
   },
@@ -309,7 +318,7 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
     help: 'The id is the one create-webhook and list-webhooks print.',
     arity: 1,
     async run([id = ''], { webhooks }) {
-      await (await webhooks()).deleteEndpoint(id);
+      await webhooks().deleteEndpoint(id);
       print(`deleted webhook ${id}`);
     },
   },
@@ -319,7 +328,7 @@ The secret is stored hashed and cannot be shown again (rotate-client-secret make
     help: 'One line per attempt: event id (the webhook-id the receiver saw), type, attempt, status\n(succeeded, failed, pending), the HTTP status answered, and when it was made.',
     arity: 1,
     async run([id = ''], { webhooks }) {
-      const attempts = await (await webhooks()).listDeliveries(id);
+      const attempts = await webhooks().listDeliveries(id);
       print(
         [
           'event_id\ttype\tattempt\tstatus\tresponse_status\tattempted_at',
@@ -553,7 +562,7 @@ async function main(argv: string[]): Promise<number> {
   const { db } = await openDatabase(config.databaseUrl, config.databasePool);
   try {
     await migrateToLatest(db);
-    await command.run(args, createServices(createStore(db), config), new Set(given.map((token) => token.name)));
+    await command.run(args, await createServices(createStore(db), config), new Set(given.map((token) => token.name)));
     return EXIT.ok;
   } finally {
     await db.destroy();

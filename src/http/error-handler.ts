@@ -33,6 +33,8 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_credential: 400,
   mfa_already_enabled: 409,
   mfa_not_enabled: 409,
+  recovery_waiting: 409,
+  no_recovery_request: 409,
   too_many_factors: 409,
   too_few_passkeys: 409,
   no_password: 409,

@@ -85,6 +85,7 @@ export function contextOf(request: FastifyRequest): RequestContext {
   return {
     clientAddress: request.clientAddress,
     acceptLanguage: request.headers['accept-language'],
+    userAgent: request.headers['user-agent'],
     log: request.log as unknown as BaseLogger,
   };
 }

@@ -227,6 +227,36 @@ export const EmailVerifyBody = Type.Object({
   mfa_code: Type.String({ pattern: '^[0-9]{6}$', description: 'the 6 digits mailed to the address, as a string' }),
 });
 
+/** CONTRACT §20: recovery when every factor is lost, asked and completed with the password alone. */
+export const RecoveryRequestBody = Type.Object({
+  username: Type.String({ minLength: 1, maxLength: 150, description: 'the username, as for the password grant' }),
+  password: Type.String({ minLength: 1, maxLength: 1024, description: "the account's password" }),
+});
+
+const RecoveryState = Type.Union(
+  [Type.Literal('none'), Type.Literal('waiting'), Type.Literal('cancelled'), Type.Literal('completed')],
+  { description: 'none: never asked; waiting: until ready_at; cancelled; completed' },
+);
+
+export const RecoveryRequestStatus = Type.Object({
+  state: RecoveryState,
+  ready_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'when the request may complete; null when none was made',
+  }),
+});
+
+/** 409 `recovery_waiting` says when (`ready_at`); `no_recovery_request` and `mfa_not_enabled` do not. */
+export const RecoveryConflict = Type.Object({
+  error: Type.String(),
+  error_description: Type.String(),
+  ready_at: Type.Optional(Type.String({ format: 'date-time' })),
+});
+
+export const RecoveryWaiting = Type.Object({
+  state: Type.Literal('waiting'),
+  ready_at: Type.String({ format: 'date-time' }),
+});
+
 /** CONTRACT §20: an operator sets a user's password; every login of the user ends. */
 export const SetPasswordBody = Type.Object({
   password: NewPassword,

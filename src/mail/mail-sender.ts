@@ -6,6 +6,8 @@ export interface MailMessage {
   to: string;
   subject: string;
   text: string;
+  /** The same on every attempt at one message, so that mail systems can drop a duplicate. */
+  messageId?: string;
 }
 
 /**

@@ -9,6 +9,11 @@ export interface SmtpSettings {
   timeoutMs: number;
 }
 
+/** The domain of MAIL_FROM (`MFA <no-reply@mfa.example>`), where Message-IDs are made. */
+function domainOf(from: string): string {
+  return /@([^\s>]+)/.exec(from)?.[1] ?? 'localhost';
+}
+
 /** nodemailer's codes for a connection that could not be made or was lost. */
 const TIMEOUT_CODES = new Set(['ETIMEDOUT']);
 
@@ -34,7 +39,13 @@ export function createSmtpSender({ url, from, timeoutMs }: SmtpSettings): MailSe
         timer = setTimeout(() => reject(new MailTimeout(timeoutMs)), timeoutMs);
       });
       try {
-        await Promise.race([transport.sendMail({ from, ...message }), overall]);
+        const { messageId, ...content } = message;
+        const sending = transport.sendMail({
+          from,
+          ...content,
+          ...(messageId && { messageId: `<${messageId}@${domainOf(from)}>` }),
+        });
+        await Promise.race([sending, overall]);
         log.info({ to, ms: Math.round(performance.now() - started) }, 'mail sent');
       } catch (error) {
         if (error instanceof MailTimeout) {

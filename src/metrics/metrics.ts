@@ -12,6 +12,9 @@ export type SmsOutcome =
 export type LoginOutcome = 'tokens' | 'mfa_required' | 'invalid_grant' | 'throttled';
 /** A webhook attempt: `failed` is tried again, `gave_up` was the last try (24 hours on). */
 export type WebhookOutcome = 'succeeded' | 'failed' | 'gave_up';
+/** A mail or SMS of the outbox: `failed` is tried again, `refused` (the address) and `gave_up` are final. */
+export type MessageOutcome = 'sent' | 'failed' | 'refused' | 'gave_up';
+export type RecoveryStep = 'started' | 'cancelled' | 'completed';
 
 /** The outbox as the metrics read it, at each scrape. */
 export interface OutboxState {
@@ -40,6 +43,9 @@ export interface ServiceMetrics {
   signedIn(flow: 'password' | 'passkey' | 'authorization_code', amr: readonly string[]): void;
   requestServed(route: string, method: string, status: number, durationSeconds: number): void;
   webhookAttempted(outcome: WebhookOutcome): void;
+  /** An attempt at a mail or SMS of the outbox, by channel, kind (`email_code`, `notice` …) and outcome. */
+  messageAttempted(channel: string, kind: string, outcome: MessageOutcome): void;
+  recoveryStep(step: RecoveryStep): void;
 }
 
 /** What the gauges read when scraped, from the database, so that every node reports the same shared state. */
@@ -105,6 +111,18 @@ export function createMetrics({ countEnabledUsers, readOutbox, listPausedCountri
     labelNames: ['outcome'],
     registers: [registry],
   });
+  const messageAttempts = new Counter({
+    name: 'mfa_outbox_messages_total',
+    help: 'Attempts at mail and SMS of the outbox by channel, kind and outcome: sent, failed (to be retried), refused and gave_up (final)',
+    labelNames: ['channel', 'kind', 'outcome'],
+    registers: [registry],
+  });
+  const recoverySteps = new Counter({
+    name: 'mfa_recovery_requests_total',
+    help: 'Recovery requests (every factor lost) by step: started, cancelled, completed',
+    labelNames: ['step'],
+    registers: [registry],
+  });
   // One read of the outbox per scrape serves both gauges.
   let outboxRead: Promise<OutboxState> | undefined;
   const readOutboxOnce = () => {
@@ -162,6 +180,12 @@ export function createMetrics({ countEnabledUsers, readOutbox, listPausedCountri
     },
     webhookAttempted(outcome) {
       webhookAttempts.inc({ outcome });
+    },
+    messageAttempted(channel, kind, outcome) {
+      messageAttempts.inc({ channel, kind, outcome });
+    },
+    recoveryStep(step) {
+      recoverySteps.inc({ step });
     },
   };
   return { registry, metrics };

@@ -3,8 +3,14 @@ import type { Clock } from '../clock.js';
 import type { Sessions } from '../logins/sessions.js';
 import type { Store } from '../store/store.js';
 
-/** Who turns MFA off: the user, from a login that is kept, or the operator, who spares no login. */
-export type RemovalCause = { by: 'user'; sessionId: string; context: RequestContext } | { by: 'operator' };
+/**
+ * Who turns MFA off: the user, from a login that is kept, the operator, or a completed recovery
+ * (CONTRACT §20); these two spare no login.
+ */
+export type RemovalCause =
+  | { by: 'user'; sessionId: string; context: RequestContext }
+  | { by: 'operator' }
+  | { by: 'recovery'; context: RequestContext };
 
 /**
  * The one way every second factor of a user goes: `DELETE /mfa/`, removing the last factor, and
@@ -40,6 +46,9 @@ export function createMfaRemoval({
       await tx.backupCodes.deleteBackupCodes(userId);
       await sessions.endUserSessions(tx, userId, now, cause.by === 'user' ? cause.sessionId : undefined);
       if (cause.by === 'operator') await audit.record('mfa_disabled', 'reset_by_operator', { userId }, tx);
+      // Told as the recovery's completion (its webhook and notice), not a second time as MFA off.
+      else if (cause.by === 'recovery')
+        await audit.record('mfa_disabled', 'recovered', { userId, context: cause.context }, tx);
       else if (removed) await audit.record('mfa_disabled', 'succeeded', { userId, context: cause.context }, tx);
       return removed;
     });

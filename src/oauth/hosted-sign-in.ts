@@ -10,6 +10,7 @@ import type { ServiceMetrics } from '../metrics/metrics.js';
 import { FACTOR_TYPES, type FactorType, type SecondFactors } from '../mfa/factors/factor.js';
 import type { WebauthnFactor } from '../mfa/factors/webauthn.js';
 import type { LoginChallenge, SecondStep } from '../mfa/login-challenge.js';
+import { provesSecondFactor, type RecoveryRequests } from '../mfa/recovery-requests.js';
 import type { OAuthClient } from '../store/clients.js';
 import type { Interaction } from '../store/interactions.js';
 import type { Store } from '../store/store.js';
@@ -79,6 +80,8 @@ export interface HostedSignInDeps {
   signInSessions: SignInSessions;
   rememberedDevices: RememberedDevices;
   codes: AuthorizationCodes;
+  /** CONTRACT §20: a sign-in with a second factor cancels a waiting recovery request. */
+  recovery: Pick<RecoveryRequests, 'cancelRecovery'>;
   audit: AuditTrail;
   metrics: ServiceMetrics;
   clock: Clock;
@@ -108,6 +111,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     rememberedDevices,
     codes,
     audit,
+    recovery,
     metrics,
     clock,
     issuer,
@@ -438,6 +442,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       context,
       detail: { flow: 'authorization_code', via, amr: proof.amr.join(' ') },
     });
+    if (provesSecondFactor(proof.amr)) await recovery.cancelRecovery(proof.userId, 'by_sign_in', context);
     metrics.signedIn('authorization_code', proof.amr);
   }
 

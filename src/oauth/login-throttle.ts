@@ -34,8 +34,11 @@ export interface LoginAttempt {
  * Unknown usernames are throttled exactly like known ones, so the answer reveals nothing.
  */
 export function createLoginThrottle({ limiter, audit, throttleKey }: LoginThrottleDeps) {
-  /** Counts the attempt; throws 429 `login_throttled` (with Retry-After) while the username or address must wait. */
-  async function reserveLogin(username: string, context: RequestContext): Promise<LoginAttempt> {
+  /**
+   * Counts the attempt; throws 429 `login_throttled` (with Retry-After) while the username or
+   * address must wait. `userId`: the account of that username, named in the audit event.
+   */
+  async function reserveLogin(username: string, context: RequestContext, userId?: string): Promise<LoginAttempt> {
     const attempt: LoginAttempt = {
       username: {
         scope: `user:${keyedHash(throttleKey, 'login-username', foldUsername(username))}`,
@@ -50,6 +53,7 @@ export function createLoginThrottle({ limiter, audit, throttleKey }: LoginThrott
     // One audit row per block, not one per refused request of a burst.
     if (reservation.isFirstRefusal) {
       await audit.record('login', 'throttled', {
+        userId,
         context,
         detail: { limit: reservation.refusedScope.split(':')[0] ?? '' },
       });

@@ -29,8 +29,9 @@ export function createPasswordCheck({
    * words and about the same time (an unknown user is checked against a decoy hash).
    */
   async function checkPassword(username: string, password: string, context: RequestContext): Promise<StoredUser> {
-    const attempt = await throttle.reserveLogin(username, context);
     const user = await store.users.findUserByUsername(username, foldUsername(username));
+    // The user, when there is one, is told of a throttle on their name (CONTRACT §20).
+    const attempt = await throttle.reserveLogin(username, context, user?.id);
     // An account without a password (CONTRACT §19) is checked against the decoy, as an unknown one.
     const hash = user?.passwordHash || undefined;
     // A password that is not well-formed Unicode (a lone surrogate) was never set (CONTRACT §14),

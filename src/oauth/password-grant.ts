@@ -12,6 +12,7 @@ import {
   requireOneProofAtMost,
   type SecondStep,
 } from '../mfa/login-challenge.js';
+import { provesSecondFactor, type RecoveryRequests } from '../mfa/recovery-requests.js';
 import type { Store } from '../store/store.js';
 import type { StoredUser } from '../store/users.js';
 import { type AuthenticatedClient, requireAllowedScope } from './clients.js';
@@ -47,6 +48,8 @@ export interface PasswordGrantDeps {
   passwords: PasswordCheck;
   /** Passkey sign-ins without a username. */
   passkeys: Pick<WebauthnFactor, 'verifySignIn'>;
+  /** CONTRACT §20: a sign-in with a second factor cancels a waiting recovery; a ready one completes here. */
+  recovery: Pick<RecoveryRequests, 'cancelRecovery' | 'completeRecovery'>;
   tokens: TokenIssuer;
   audit: AuditTrail;
   metrics: ServiceMetrics;
@@ -73,6 +76,7 @@ export function createPasswordGrant({
   loginChallenge,
   passwords,
   passkeys,
+  recovery,
   tokens,
   audit,
   metrics,
@@ -177,6 +181,27 @@ export function createPasswordGrant({
   }
 
   /**
+   * CONTRACT §20: POST /mfa/recovery-request/complete/, the password grant of a user whose recovery
+   * request is ready: every factor is removed (recovery-requests.ts), then tokens as for a login
+   * without MFA. Throws as the password grant does, and 409 `recovery_waiting` /
+   * `no_recovery_request`.
+   */
+  function grantAfterRecovery(
+    request: { client: AuthenticatedClient; username: string; password: string },
+    context: RequestContext,
+  ): Promise<PasswordGrantResult> {
+    return counted(async () => {
+      const checked = await passwords.checkPassword(request.username, request.password, context);
+      await recovery.completeRecovery(checked, context);
+      // Read again: the recovery ended every login, which moved the user's session generation.
+      const user = await store.users.findUserById(checked.id);
+      if (!user) throw new ServiceError('invalid_grant', 'the user no longer exists');
+      const authTime = Math.floor(clock.now().getTime() / 1000);
+      return succeed({ user, client: request.client, scope: '', authTime }, { amr: ['pwd'] }, context);
+    });
+  }
+
+  /**
    * Tokens for the login. Its `authTime` is when the password was given, also for a login finished
    * with an mfa_token (CONTRACT §14: a login lasts REFRESH_TOKEN_TTL from the password).
    */
@@ -207,6 +232,7 @@ export function createPasswordGrant({
     if (decision.factorType) detail.factor_type = decision.factorType;
     if (flow === 'passkey') detail.flow = flow;
     await audit.record('login', 'succeeded', { userId: user.id, context, detail });
+    if (provesSecondFactor(decision.amr)) await recovery.cancelRecovery(user.id, 'by_sign_in', context);
     metrics.signedIn(flow, decision.amr);
     return { tokens: issued, amr: decision.amr, factorType: decision.factorType };
   }
@@ -244,7 +270,7 @@ export function createPasswordGrant({
     );
   }
 
-  return { grantWithPassword, grantWithMfaToken, grantWithPasskey };
+  return { grantWithPassword, grantWithMfaToken, grantWithPasskey, grantAfterRecovery };
 }
 
 export type PasswordGrant = ReturnType<typeof createPasswordGrant>;

@@ -391,6 +391,44 @@ export interface WebhookAttemptTable {
   attempted_at: IsoTime;
 }
 
+export type OutboxChannel = 'email' | 'sms';
+export type OutboxMessageStatus = 'pending' | 'sent' | 'failed';
+
+/**
+ * CONTRACT §16/§20: a mail or SMS to send, written in the transaction of the change that causes it.
+ * `sealed_message` holds the address and the text, sealed (a code may be in it), and is blanked
+ * once the message is sent or given up. While a worker holds it, `lease_id` names the claim and
+ * `due_at` is when the claim lapses.
+ */
+export interface OutboxMessageTable {
+  id: string;
+  channel: OutboxChannel;
+  /** What it is (`email_code`, `notice.factor_added`, `recovery_sms` …): for logs and metrics. */
+  kind: string;
+  user_id: string | null;
+  sealed_message: string;
+  status: OutboxMessageStatus;
+  attempts: Generated<number>;
+  due_at: IsoTime;
+  lease_id: string | null;
+  /** Why the last attempt failed (an error code, never the message). */
+  last_error: string | null;
+  created_at: IsoTime;
+  finished_at: IsoTime | null;
+}
+
+export type RecoveryState = 'waiting' | 'cancelled' | 'completed';
+
+/** CONTRACT §20: a user's recovery request, the latest one. */
+export interface RecoveryRequestTable {
+  user_id: string;
+  id: string;
+  state: RecoveryState;
+  ready_at: IsoTime;
+  created_at: IsoTime;
+  ended_at: IsoTime | null;
+}
+
 /** CONTRACT §20: the code mailed to an address the user asked for, one per user, stored keyed-hashed. */
 export interface EmailCodeTable {
   user_id: string;
@@ -439,6 +477,8 @@ export interface Database {
   webhook_endpoint: WebhookEndpointTable;
   webhook_delivery: WebhookDeliveryTable;
   webhook_attempt: WebhookAttemptTable;
+  outbox_message: OutboxMessageTable;
+  recovery_request: RecoveryRequestTable;
 }
 
 /** What repository functions run on: the database itself or a transaction. */

@@ -10,7 +10,9 @@ import * as factors from './mfa-factors.js';
 import * as mfaTokens from './mfa-tokens.js';
 import * as codes from './one-time-codes.js';
 import * as operatorViews from './operator-views.js';
+import * as outbox from './outbox-messages.js';
 import * as passkeySignIns from './passkey-sign-in-challenges.js';
+import * as recoveryRequests from './recovery-requests.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as rememberedDevices from './remembered-devices.js';
 import * as revokedTokens from './revoked-tokens.js';
@@ -66,6 +68,8 @@ export interface Store {
   passkeySignIns: Bound<typeof passkeySignIns>;
   rememberedDevices: Bound<typeof rememberedDevices>;
   operatorViews: Bound<typeof operatorViews>;
+  outbox: Bound<typeof outbox>;
+  recoveryRequests: Bound<typeof recoveryRequests>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -96,6 +100,8 @@ export function createStore(db: Executor): Store {
     passkeySignIns: bind(passkeySignIns, db),
     rememberedDevices: bind(rememberedDevices, db),
     operatorViews: bind(operatorViews, db),
+    outbox: bind(outbox, db),
+    recoveryRequests: bind(recoveryRequests, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

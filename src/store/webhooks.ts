@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter } from 'kysely';
 import type { Executor, WebhookDeliveryStatus } from './database.js';
+import { claimDueRows } from './leased-claims.js';
 
 export interface WebhookEndpoint {
   id: string;
@@ -114,35 +114,14 @@ export async function claimDueDeliveries(
   claim: { now: Date; leaseUntil: Date; limit: number; exceptIds?: string[] },
 ): Promise<ClaimedDelivery[]> {
   const now = claim.now.toISOString();
-  // A read first: idle polls then take no write lock (SQLite has one for the whole file).
-  const anyDue = await db
-    .selectFrom('webhook_delivery')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('due_at', '<=', now)
-    .limit(1)
-    .executeTakeFirst();
-  if (!anyDue) return [];
-
-  const leaseId = randomUUID();
-  let candidates = db
-    .selectFrom('webhook_delivery')
-    .select('id')
-    .where('status', '=', 'pending')
-    .where('due_at', '<=', now)
-    .$if((claim.exceptIds?.length ?? 0) > 0, (query) => query.where('id', 'not in', claim.exceptIds ?? []))
-    .orderBy('due_at')
-    .limit(claim.limit);
-  if (db.getExecutor().adapter instanceof PostgresAdapter) candidates = candidates.forUpdate().skipLocked();
-  const claimed = await db
-    .updateTable('webhook_delivery')
-    .set((eb) => ({ attempts: eb('attempts', '+', 1), lease_id: leaseId, due_at: claim.leaseUntil.toISOString() }))
-    .where('id', 'in', candidates)
-    // Checked again on the row itself: PostgreSQL re-reads a row another claim changed meanwhile.
-    .where('status', '=', 'pending')
-    .where('due_at', '<=', now)
-    .returning(['id', 'endpoint_id', 'event_type', 'payload', 'attempts', 'created_at'])
-    .execute();
+  const { rows: claimed } = await claimDueRows(db, 'webhook_delivery', claim, [
+    'id',
+    'endpoint_id',
+    'event_type',
+    'payload',
+    'attempts',
+    'created_at',
+  ]);
   if (claimed.length === 0) return [];
 
   const ids = claimed.map((row) => row.id);

@@ -6,7 +6,9 @@ import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import { pickLanguage, preferredLanguages, translate } from '../i18n/messages.js';
 import type { LoginProof, StepUp } from '../logins/step-up.js';
-import { type MailSender, MailTimeout, maskEmail } from '../mail/mail-sender.js';
+import { maskEmail } from '../mail/mail-sender.js';
+import type { MessageOutbox } from '../outbox/message-outbox.js';
+import type { MessageWorker } from '../outbox/message-worker.js';
 import type { Store } from '../store/store.js';
 
 /** What GET /mfa/email/ shows: the address that counts, else the one waiting for its code, else none. */
@@ -23,7 +25,9 @@ const HOUR_MS = 3_600_000;
 
 export interface EmailDeps {
   store: Store;
-  mail: MailSender;
+  outbox: MessageOutbox;
+  /** Sends a held message at once (the outbox worker's attempt). */
+  sendNow: MessageWorker['attempt'];
   stepUp: StepUp;
   audit: AuditTrail;
   clock: Clock;
@@ -36,11 +40,21 @@ export interface EmailDeps {
 
 /**
  * CONTRACT §20: a user's email address, which counts once a 6-digit code mailed to it comes back.
- * The mail is sent while the request waits (as an SMS code is), not through the webhook outbox:
- * a code is only worth its 5 minutes, so a failure is answered at once (503 `mail_unavailable`)
- * and the person asks again.
+ * The mail is written to the outbox with the code (§16: never lost) and sent while the request
+ * waits, so that an address the server refuses is answered at once; a server that fails or is
+ * silent leaves it to the outbox's retries.
  */
-export function createEmails({ store, mail, stepUp, audit, clock, codeKey, limits, serviceName }: EmailDeps) {
+export function createEmails({
+  store,
+  outbox,
+  sendNow,
+  stepUp,
+  audit,
+  clock,
+  codeKey,
+  limits,
+  serviceName,
+}: EmailDeps) {
   /** The user's address state; `email` is "" when they have none. */
   async function getEmail(userId: string): Promise<EmailState> {
     const current = await store.emails.findUserEmail(userId);
@@ -54,7 +68,7 @@ export function createEmails({ store, mail, stepUp, audit, clock, codeKey, limit
    * Mails a new code to `email` and keeps it, hashed, as the user's pending address. A change to
    * where the account's notices and resets go, so a sensitive call (CONTRACT §14). Throws 429
    * `email_cooldown` within the resend cooldown, `email_rate_limited` past an hourly cap, 400
-   * `email_address_rejected`, 503 `mail_unavailable`.
+   * `email_address_rejected` when the mail server refuses the address.
    */
   async function requestVerification(login: LoginProof, email: string, context: RequestContext): Promise<EmailState> {
     await stepUp.requireRecentLogin(login);
@@ -72,7 +86,14 @@ export function createEmails({ store, mail, stepUp, audit, clock, codeKey, limit
     ];
     const code = randomDigits(6);
     const id = randomUUID();
-    const reserved = await store.transaction(async (tx) => {
+    // CONTRACT §22: in the language the request prefers (Accept-Language), as an SMS is.
+    const language = pickLanguage(preferredLanguages(context));
+    const mail = {
+      to: email,
+      subject: translate(language, 'email_code_subject', { service: serviceName, code }),
+      text: translate(language, 'email_code', { service: serviceName, code, count: limits.codeTtlSeconds / 60 }),
+    };
+    const held = await store.transaction(async (tx) => {
       const isFree = await tx.emails.replaceEmailCode(
         {
           id,
@@ -84,13 +105,13 @@ export function createEmails({ store, mail, stepUp, audit, clock, codeKey, limit
         },
         { cooldownStart: new Date(now.getTime() - limits.cooldownSeconds * 1000), maxAttempts: limits.maxAttempts },
       );
-      if (!isFree) return 'cooldown' as const;
+      if (!isFree) return undefined;
       for (const cap of caps) {
         if (!(await tx.smsQuota.incrementCounter(cap.scope, hour, cap.limit))) throw capReached(cap.reached, now, hour);
       }
-      return 'reserved' as const;
+      return outbox.holdMail(tx, mail, { kind: 'email_code', userId });
     });
-    if (reserved === 'cooldown') {
+    if (!held) {
       const sentAt = (await store.emails.findEmailCode(userId))?.createdAt ?? now;
       const retryAfterSeconds = Math.max(
         1,
@@ -102,30 +123,17 @@ export function createEmails({ store, mail, stepUp, audit, clock, codeKey, limit
         retryAfterSeconds,
       );
     }
-    const minutes = limits.codeTtlSeconds / 60;
-    // CONTRACT §22: in the language the request prefers (Accept-Language), as an SMS is.
-    const language = pickLanguage(preferredLanguages(context));
-    try {
-      await mail.send(
-        {
-          to: email,
-          subject: translate(language, 'email_code_subject', { service: serviceName, code }),
-          text: translate(language, 'email_code', { service: serviceName, code, count: minutes }),
-        },
-        context.log,
-      );
-    } catch (error) {
-      // Not answered in time: the mail may still arrive, and its code then works (as for SMS, §15).
-      if (!(error instanceof MailTimeout)) {
-        // Refused or failed: nothing went out, so the slot and the counts are given back.
-        await store.transaction(async (tx) => {
-          await tx.emails.deleteEmailCode(id);
-          for (const { scope } of caps) await tx.smsQuota.decrementCounter(scope, hour);
-        });
-      }
+    const { outcome, error } = await sendNow(held);
+    if (outcome === 'refused') {
+      // The address is refused: nothing went out, so the slot and the counts are given back.
+      await store.transaction(async (tx) => {
+        await tx.emails.deleteEmailCode(id);
+        for (const { scope } of caps) await tx.smsQuota.decrementCounter(scope, hour);
+      });
       throw error;
     }
-    context.log.info({ to: maskEmail(email) }, 'email code sent');
+    // Failed or silent: the outbox tries again (CONTRACT §16), and the code works when it arrives.
+    context.log.info({ to: maskEmail(email), outcome }, 'email code mailed');
     return { email, verified: false };
   }
 

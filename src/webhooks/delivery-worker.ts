@@ -6,6 +6,7 @@ import type { BaseLogger } from 'pino';
 import type { Clock } from '../clock.js';
 import { unseal } from '../crypto/sealing.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
+import { createClaimLoop } from '../outbox/claim-loop.js';
 import type { Store } from '../store/store.js';
 import type { ClaimedDelivery } from '../store/webhooks.js';
 import { inSpan, traceHeaders } from '../tracing.js';
@@ -53,54 +54,19 @@ export interface DeliveryWorkerDeps {
  */
 export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
   const { store, clock, sealingKey, allowPrivate, metrics, log } = deps;
-  const pollIntervalMs = deps.pollIntervalMs ?? 500;
-  /** The attempts under way, by delivery id. */
-  const inFlight = new Map<string, Promise<void>>();
   const stopping = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let polling: Promise<void> | undefined;
-  let isRunning = false;
-  let isFailing = false;
-
-  function schedule(delayMs: number) {
-    if (!isRunning) return;
-    timer = setTimeout(() => {
-      polling = poll().finally(() => {
-        polling = undefined;
-      });
-    }, delayMs);
-    timer.unref();
-  }
-
-  async function poll() {
-    const room = MAX_IN_FLIGHT - inFlight.size;
-    let claimed: ClaimedDelivery[] = [];
-    if (room > 0) {
+  const loop = createClaimLoop({
+    queue: 'webhook outbox',
+    claim(limit, exceptIds) {
       const now = clock.now();
-      try {
-        claimed = await store.webhooks.claimDueDeliveries({
-          now,
-          leaseUntil: new Date(now.getTime() + LEASE_SECONDS * 1000),
-          limit: room,
-          // Never two attempts at once from one node, even if the clock has passed its lease.
-          exceptIds: [...inFlight.keys()],
-        });
-        if (isFailing) log.info('webhook outbox readable again');
-        isFailing = false;
-      } catch (error) {
-        // Once per outage, not every poll.
-        if (!isFailing) log.error({ err: error }, 'webhook outbox cannot be read; retrying');
-        isFailing = true;
-      }
-    }
-    for (const delivery of claimed) {
-      inFlight.set(
-        delivery.id,
-        deliver(delivery).finally(() => inFlight.delete(delivery.id)),
-      );
-    }
-    schedule(claimed.length > 0 && claimed.length === room ? 0 : pollIntervalMs);
-  }
+      const leaseUntil = new Date(now.getTime() + LEASE_SECONDS * 1000);
+      return store.webhooks.claimDueDeliveries({ now, leaseUntil, limit, exceptIds });
+    },
+    run: deliver,
+    maxInFlight: MAX_IN_FLIGHT,
+    pollIntervalMs: deps.pollIntervalMs ?? 500,
+    log,
+  });
 
   async function deliver(delivery: ClaimedDelivery): Promise<void> {
     let responseStatus: number | undefined;
@@ -199,23 +165,17 @@ export function createDeliveryWorker(deps: DeliveryWorkerDeps) {
   }
 
   return {
-    start() {
-      if (isRunning) return;
-      isRunning = true;
-      schedule(0);
-    },
+    start: loop.start,
     async stop() {
-      isRunning = false;
-      clearTimeout(timer);
-      await polling;
+      await loop.halt();
       const grace = new AbortController();
       await Promise.race([
-        Promise.allSettled(inFlight.values()),
+        Promise.allSettled(loop.underWay()),
         sleep(STOP_GRACE_MS, undefined, { signal: grace.signal }).catch(() => {}),
       ]);
       grace.abort();
       stopping.abort();
-      await Promise.allSettled(inFlight.values());
+      await Promise.allSettled(loop.underWay());
     },
   };
 }

@@ -18,6 +18,9 @@ export const WEBHOOK_EVENT_TYPES = [
   'operator.action',
   'password.changed',
   'email.verified',
+  'mfa.recovery_started',
+  'mfa.recovery_cancelled',
+  'mfa.recovery_completed',
 ] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -44,6 +47,10 @@ const FROM_AUDIT: Record<string, WebhookEventType> = {
   sms_country_paused: 'sms.country_paused',
   // CONTRACT §21: a change made by an operator through the admin API (the console).
   'operator_action:succeeded': 'operator.action',
+  // CONTRACT §20: recovery when every factor is lost, cancelled by the user or by a sign-in.
+  'recovery_started:succeeded': 'mfa.recovery_started',
+  recovery_cancelled: 'mfa.recovery_cancelled',
+  'recovery_completed:succeeded': 'mfa.recovery_completed',
 };
 
 /** The webhook event an audit event is, or undefined when it is none. */
@@ -60,6 +67,7 @@ const PASSED_ON = [
   'operator_id',
   'action',
   'target_id',
+  'ready_at',
 ] as const;
 
 export interface WebhookEvent {

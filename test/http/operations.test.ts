@@ -540,6 +540,7 @@ const EMPTY_SUCCESS = new Set([
   'DELETE /mfa/password/',
   'DELETE /mfa/devices/:id/',
   'POST /admin/users/:id/password',
+  'DELETE /mfa/recovery-request/',
 ]);
 
 describe('GET /openapi.json', () => {

@@ -125,6 +125,18 @@ const PASSWORD_STATE = endpoint('GET', '/mfa/password/', 'access_token');
 const EMAIL_STATE = endpoint('GET', '/mfa/email/', 'access_token');
 const EMAIL_REQUEST = endpoint('PUT', '/mfa/email/request/', 'access_token', { body: 'json', fields: ['email'] });
 const EMAIL_VERIFY = endpoint('PUT', '/mfa/email/verify/', 'access_token', { body: 'json', fields: ['mfa_code'] });
+// Recovery (CONTRACT §20): asked and completed with a password, which no generated body has.
+const RECOVERY_ASK = endpoint('POST', '/mfa/recovery-request/', 'none', {
+  body: 'json',
+  fields: ['username', 'password'],
+});
+const RECOVERY_COMPLETE = endpoint('POST', '/mfa/recovery-request/complete/', 'none', {
+  body: 'json',
+  fields: ['username', 'password'],
+});
+const RECOVERY_STATE = endpoint('GET', '/mfa/recovery-request/', 'access_token');
+// No fixture user has a request waiting: a cancel changes nothing, and answers 204.
+const RECOVERY_CANCEL = endpoint('DELETE', '/mfa/recovery-request/', 'access_token', { mayAnswer2xx: true });
 const DEVICES = endpoint('GET', '/mfa/devices/', 'access_token');
 // Generated ids name no remembered device: 404.
 const FORGET_DEVICE = endpoint('DELETE', '/mfa/devices/:id/', 'access_token');
@@ -194,6 +206,10 @@ const ENDPOINTS: readonly Endpoint[] = [
   EMAIL_STATE,
   EMAIL_REQUEST,
   EMAIL_VERIFY,
+  RECOVERY_ASK,
+  RECOVERY_COMPLETE,
+  RECOVERY_STATE,
+  RECOVERY_CANCEL,
   DEVICES,
   FORGET_DEVICE,
   endpoint('GET', '/admin/users/search', 'admin'),
@@ -1053,6 +1069,9 @@ function passingCredentials(target: Endpoint): fc.Arbitrary<Credentials> {
         'PUT /mfa/email/request/': [weakMfaToken],
         'PUT /mfa/email/verify/': [weakMfaToken, strongToken, plainToken, pendingToken],
         'GET /mfa/email/': [weakMfaToken, strongToken, plainToken, pendingToken],
+        // No request waits for these users: reading and cancelling change nothing.
+        'GET /mfa/recovery-request/': [weakMfaToken, strongToken, plainToken, pendingToken],
+        'DELETE /mfa/recovery-request/': [weakMfaToken, strongToken, plainToken, pendingToken],
         // No user has two passkeys: 409 for the strong login, 401 for the others.
         'DELETE /mfa/password/': [weakMfaToken, strongToken, plainToken, pendingToken],
         // Nothing is pending for these users: nothing to verify.

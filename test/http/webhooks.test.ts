@@ -107,7 +107,7 @@ describe('webhook endpoints (admin API)', () => {
 
   test('without events an endpoint receives every event type', async () => {
     const endpoint = await subscribe();
-    assert.equal(endpoint.events.length, 14);
+    assert.equal(endpoint.events.length, 17);
     assert.ok(endpoint.events.includes('sms.country_paused'));
     assert.ok(endpoint.events.includes('operator.action'));
     await unsubscribe(endpoint);
@@ -302,7 +302,7 @@ describe('deliveries (Standard Webhooks)', () => {
     );
     // Passwords throttled for a third username.
     const throttled = `throttled-${++userCount}`;
-    await service.createUser(throttled, PASSWORD);
+    const throttledId = await service.createUser(throttled, PASSWORD);
     await untilThrottled(() => service.login(throttled, 'not the password'));
 
     const expected = [
@@ -346,7 +346,8 @@ describe('deliveries (Standard Webhooks)', () => {
       user_id: guessed.userId,
       client_address: null,
     });
-    assert.deepEqual(dataOf('login.throttled', null), { user_id: null, client_address: '127.0.0.1' });
+    // The account of the username throttled is named (its owner is told, CONTRACT §20).
+    assert.deepEqual(dataOf('login.throttled', throttledId), { user_id: throttledId, client_address: '127.0.0.1' });
 
     const everything = receiver
       .at(endpoint.path)

@@ -129,6 +129,10 @@ export async function startService(options: ServiceOptions = {}) {
     async execute(query: RawBuilder<unknown>): Promise<void> {
       await query.execute(db);
     },
+    /** The rows a query reads from the service's database (the outbox's state, say). */
+    async rows<Row>(query: RawBuilder<Row>): Promise<Row[]> {
+      return (await query.execute(db)).rows;
+    },
     /** Everything the server logged so far. */
     log: () => logLines.join(''),
 

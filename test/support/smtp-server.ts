@@ -7,18 +7,58 @@ export interface ReceivedMail {
   to: string[];
   /** The message as sent: headers and body. */
   raw: string;
+  /** The Subject header, its MIME encoded-words decoded. */
+  subject: string;
+  /** The body, its transfer encoding (quoted-printable or base64) decoded. */
+  text: string;
+}
+
+/** A single-part message as nodemailer writes it, read back as a person sees it. */
+function decodeMail(raw: string): { subject: string; text: string } {
+  const split = raw.indexOf('\r\n\r\n');
+  const headers = raw.slice(0, split).replace(/\r\n[ \t]+/g, ' ');
+  const body = raw.slice(split + 4);
+  const header = (name: string) => new RegExp(`^${name}: (.*)$`, 'im').exec(headers)?.[1] ?? '';
+  const subject = header('Subject').replace(
+    /=\?utf-8\?([QB])\?([^?]*)\?=\s?/gi,
+    (_whole, kind: string, word: string) =>
+      kind.toUpperCase() === 'B'
+        ? Buffer.from(word, 'base64').toString('utf8')
+        : decodeQuotedPrintable(word.replaceAll('_', ' ')),
+  );
+  const encoding = header('Content-Transfer-Encoding').toLowerCase();
+  const text =
+    encoding === 'base64'
+      ? Buffer.from(body, 'base64').toString('utf8')
+      : encoding === 'quoted-printable'
+        ? decodeQuotedPrintable(body.replace(/=\r\n/g, ''))
+        : body;
+  return { subject, text: text.replace(/\r\n/g, '\n') };
+}
+
+function decodeQuotedPrintable(text: string): string {
+  const bytes: number[] = [];
+  for (let index = 0; index < text.length; index += 1) {
+    const hex = text[index] === '=' ? text.slice(index + 1, index + 3) : '';
+    if (/^[0-9A-F]{2}$/i.test(hex)) {
+      bytes.push(Number.parseInt(hex, 16));
+      index += 2;
+    } else bytes.push(...Buffer.from(text[index] ?? '', 'utf8'));
+  }
+  return Buffer.from(bytes).toString('utf8');
 }
 
 /**
  * A mail server in the test process, as an operator's relay would be: it takes mail on
  * 127.0.0.1 and keeps it (`accept`), refuses some recipients with 550, refuses every connection
- * with 554 (`refuse`), or accepts connections and never says a word (`hang`).
+ * with 554 (`refuse`, until `startAccepting`), or accepts connections and never says a word (`hang`).
  */
 export async function startSmtpServer(
   options: { mode?: 'accept' | 'refuse' | 'hang'; refuseRecipient?: (address: string) => boolean } = {},
 ) {
   const received: ReceivedMail[] = [];
   const mode = options.mode ?? 'accept';
+  let isRefusing = mode === 'refuse';
   const sockets = new Set<Socket>();
   let close: () => Promise<void>;
   let port: number;
@@ -39,7 +79,7 @@ export async function startSmtpServer(
       disabledCommands: ['STARTTLS', 'AUTH'],
       logger: false,
       onConnect(_session, callback) {
-        if (mode === 'refuse') return callback(Object.assign(new Error('no mail today'), { responseCode: 554 }));
+        if (isRefusing) return callback(Object.assign(new Error('no mail today'), { responseCode: 554 }));
         callback();
       },
       onRcptTo(address, _session, callback) {
@@ -55,7 +95,7 @@ export async function startSmtpServer(
           raw += chunk;
         });
         stream.on('end', () => {
-          received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw });
+          received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw, ...decodeMail(raw) });
           callback();
         });
       },
@@ -69,6 +109,23 @@ export async function startSmtpServer(
     received,
     /** The mail sent to `address`, in order. */
     mailTo: (address: string) => received.filter((mail) => mail.to.includes(address)),
+    /** A refusing server takes mail from now on. */
+    startAccepting() {
+      isRefusing = false;
+    },
+    /**
+     * The mail sent to `address` whose subject matches `subject`, once there is one (the outbox
+     * sends within a second or so); throws after 10 s.
+     */
+    async waitForMail(address: string, subject = /./): Promise<ReceivedMail> {
+      const deadline = performance.now() + 10_000;
+      for (;;) {
+        const mail = received.find((candidate) => candidate.to.includes(address) && subject.test(candidate.subject));
+        if (mail) return mail;
+        if (performance.now() > deadline) throw new Error(`no mail to ${address} with the subject ${subject}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     /** The 6-digit code of the last mail to `address`; throws when there is none. */
     lastCodeFor(address: string): string {
       const mail = received.filter((candidate) => candidate.to.includes(address)).at(-1);

@@ -39,6 +39,8 @@ describe('loadConfig defaults', () => {
     assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true);
     assert.equal(config.stepUpMaxAgeSeconds, 600, 'CONTRACT §14: 10 minutes');
     assert.equal(loadConfig({ STEP_UP_MAX_AGE: '120' }).stepUpMaxAgeSeconds, 120);
+    assert.equal(config.recoveryDelaySeconds, 259_200, 'CONTRACT §20: a recovery waits 72 hours');
+    assert.equal(loadConfig({ RECOVERY_DELAY: '86400' }).recoveryDelaySeconds, 86_400);
   });
 
   test('SMS limits default to the contract: 5 min, 5 attempts, 30 s cooldown, 10 per user an hour, all countries', () => {
@@ -150,6 +152,10 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ ISSUER: 'https://auth.example.com/?tenant=1' }, 'ISSUER'],
     [{ ISSUER: 'https://auth.example.com/#top' }, 'ISSUER'],
     [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL'],
+    // A recovery's delay is what lets the owner see it: not under a minute, not over 30 days.
+    [{ RECOVERY_DELAY: '59' }, 'RECOVERY_DELAY'],
+    [{ RECOVERY_DELAY: '2592001' }, 'RECOVERY_DELAY'],
+    [{ RECOVERY_DELAY: '72h' }, 'RECOVERY_DELAY'],
     [{ TRUST_PROXY: 'true' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '1' }, 'TRUST_PROXY'],
     [{ TRUST_PROXY: '10.0.0.0/33' }, 'TRUST_PROXY'],

@@ -28,6 +28,11 @@ describe('which audit events are webhook events', () => {
       ['sms_country_paused', 'succeeded', 'sms.country_paused'],
       // A change an operator made through the admin API (issue 30).
       ['operator_action', 'succeeded', 'operator.action'],
+      // Recovery when every factor is lost (issue 29), cancelled by the user or by a sign-in.
+      ['recovery_started', 'succeeded', 'mfa.recovery_started'],
+      ['recovery_cancelled', 'by_user', 'mfa.recovery_cancelled'],
+      ['recovery_cancelled', 'by_sign_in', 'mfa.recovery_cancelled'],
+      ['recovery_completed', 'succeeded', 'mfa.recovery_completed'],
     ];
     for (const [type, outcome, event] of mapping)
       assert.equal(webhookEventFor(type, outcome), event, `${type}:${outcome}`);
@@ -47,6 +52,8 @@ describe('which audit events are webhook events', () => {
       ['backup_code_used', 'wrong'],
       ['factor_made_default', 'succeeded'],
       ['user_deleted', 'succeeded'],
+      // A recovery's removal of the factors is told as mfa.recovery_completed, not twice.
+      ['mfa_disabled', 'recovered'],
     ]) {
       assert.equal(webhookEventFor(type ?? '', outcome ?? ''), undefined, `${type}:${outcome}`);
     }

@@ -6,6 +6,7 @@ import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
 import { describeError, type Step } from './messages.js';
 import { createPasswordPanel } from './password-panel.js';
+import { createRecoveryPanel, type RecoveryRequest } from './recovery-panel.js';
 
 const TYPE_LABELS: Record<Factor['type'], string> = {
   webauthn: 'Passkey',
@@ -92,11 +93,13 @@ export function createAccountView(api: Api, username: () => string) {
   /** Everything from the service again; answers the backup codes left. */
   async function reload(): Promise<BackupState> {
     // The factors first: without one there are no backup codes to ask about (the call would fail).
-    const [{ factors }, password, { devices }] = await Promise.all([
+    const [{ factors }, password, { devices }, recovery] = await Promise.all([
       api.call<{ factors: Factor[] }>('GET', 'mfa/factors/'),
       api.call<{ has_password: boolean }>('GET', 'mfa/password/'),
       api.call<{ devices: RememberedDevice[] }>('GET', 'mfa/devices/'),
+      api.call<RecoveryRequest>('GET', 'mfa/recovery-request/'),
     ]);
+    recoveryPanel.render(recovery);
     const backup = factors.length > 0 ? await backupState() : 'off';
     renderFactors(factors);
     devicesPanel.render(devices);
@@ -315,6 +318,14 @@ export function createAccountView(api: Api, username: () => string) {
 
   const passwordPanel = createPasswordPanel(api, act, reload);
   const devicesPanel = createDevicesPanel(api, act, reload);
+  const recoveryPanel = createRecoveryPanel(api, act);
+  // Back from the notice mail in another tab: the request it tells of shows, with its Cancel button.
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState !== 'visible' || section.hidden || !api.isSignedIn) return;
+    void act('other', undefined, async () => {
+      recoveryPanel.render(await api.call<RecoveryRequest>('GET', 'mfa/recovery-request/', { stepUp: false }));
+    });
+  });
 
   // Backup codes: shown once, downloadable, gone from the page when put away.
 

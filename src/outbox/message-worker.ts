@@ -1,0 +1,119 @@
+import type { BaseLogger } from 'pino';
+import type { Clock } from '../clock.js';
+import { unseal } from '../crypto/sealing.js';
+import { ServiceError } from '../errors.js';
+import type { MessageOutcome, ServiceMetrics } from '../metrics/metrics.js';
+import type { ClaimedMessage } from '../store/outbox-messages.js';
+import type { Store } from '../store/store.js';
+import { nextAttemptAt } from '../webhooks/delivery-worker.js';
+import { createClaimLoop } from './claim-loop.js';
+import { MESSAGE_LEASE_SECONDS, messageSealingContext, type OutboxMessages } from './message-outbox.js';
+
+/** How each channel sends: throws the sender's ServiceError (mail-sender.ts, sms-sender.ts). */
+export type Channels = {
+  [C in keyof OutboxMessages]: (message: OutboxMessages[C], log: BaseLogger, messageId: string) => Promise<void>;
+};
+
+/** The sender's refusals of the address itself: final, another try would be refused again. */
+const REFUSALS = new Set(['email_address_rejected', 'phone_number_rejected']);
+const MAX_IN_FLIGHT = 8;
+
+export interface MessageWorkerDeps {
+  store: Store;
+  clock: Clock;
+  sealingKey: Buffer;
+  channels: Channels;
+  metrics: ServiceMetrics;
+  log: BaseLogger;
+  pollIntervalMs?: number;
+}
+
+/** How an attempt ended; `error` is the sender's, for a writer who tells the person at once. */
+export interface AttemptResult {
+  outcome: MessageOutcome;
+  error?: unknown;
+}
+
+/**
+ * Sends the outbox's due mail and SMS from every node, one attempt per claim: retried on failure
+ * or silence (5 s doubling to an hour, jittered, for 24 hours, as webhooks are), given up at once
+ * when the server refuses the address. A message is blanked once sent or given up. A server that
+ * took a message but did not say so in time gets it again on the retry: at least once, with the
+ * same Message-ID each time, so that mail systems can drop the duplicate.
+ */
+export function createMessageWorker(deps: MessageWorkerDeps) {
+  const { store, clock, sealingKey, channels, metrics, log } = deps;
+  const loop = createClaimLoop({
+    queue: 'message outbox',
+    claim(limit, exceptIds) {
+      const now = clock.now();
+      const leaseUntil = new Date(now.getTime() + MESSAGE_LEASE_SECONDS * 1000);
+      return store.outbox.claimDueMessages({ now, leaseUntil, limit, exceptIds });
+    },
+    run: send,
+    maxInFlight: MAX_IN_FLIGHT,
+    pollIntervalMs: deps.pollIntervalMs ?? 500,
+    log,
+  });
+
+  /** Sends a claimed (or held) message once and records the outcome; never throws. */
+  function attempt(message: ClaimedMessage): Promise<AttemptResult> {
+    return loop.track(message.id, send(message));
+  }
+
+  async function send(message: ClaimedMessage): Promise<AttemptResult> {
+    let error: unknown;
+    try {
+      const opened = JSON.parse(unseal(message.sealedMessage, sealingKey, messageSealingContext(message.id)));
+      const sendOn = channels[message.channel] as (message: unknown, log: BaseLogger, id: string) => Promise<void>;
+      await sendOn(opened, log, message.id);
+    } catch (caught) {
+      error = caught;
+    }
+    const now = clock.now();
+    const code = error instanceof ServiceError ? error.code : undefined;
+    const retryAt =
+      error && !REFUSALS.has(code ?? '') ? nextAttemptAt(message.createdAt, message.attempt, now) : undefined;
+    const outcome: MessageOutcome = !error
+      ? 'sent'
+      : retryAt
+        ? 'failed'
+        : code && REFUSALS.has(code)
+          ? 'refused'
+          : 'gave_up';
+    const facts = { message_id: message.id, kind: message.kind, attempt: message.attempt, error: code, outcome };
+    try {
+      const isRecorded = await store.outbox.finishMessageAttempt({
+        id: message.id,
+        leaseId: message.leaseId,
+        status: outcome === 'sent' ? 'sent' : outcome === 'failed' ? 'pending' : 'failed',
+        dueAt: retryAt ?? now,
+        error: error ? (code ?? describe(error)) : undefined,
+      });
+      if (!isRecorded) log.warn(facts, 'message attempt outlived its claim; another node has it');
+    } catch (recordError) {
+      log.error({ err: recordError, ...facts }, 'message attempt not recorded; its claim lapses and it is tried again');
+    }
+    metrics.messageAttempted(message.channel, message.kind, outcome);
+    if (outcome === 'sent') log.info(facts, 'message sent');
+    else log.warn({ ...facts, next_attempt_at: retryAt?.toISOString() }, `message ${outcome}`);
+    return { outcome, error };
+  }
+
+  function describe(error: unknown): string {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown';
+  }
+
+  return {
+    attempt,
+    start: loop.start,
+    /** Stops polling and lets attempts under way end (each is bounded by its sender's timeout). */
+    async stop() {
+      await loop.halt();
+      await Promise.allSettled(loop.underWay());
+    },
+  };
+}
+
+export type MessageWorker = ReturnType<typeof createMessageWorker>;

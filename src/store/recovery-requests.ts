@@ -1,0 +1,72 @@
+import type { Executor, RecoveryState } from './database.js';
+
+export interface RecoveryRequest {
+  id: string;
+  userId: string;
+  state: RecoveryState;
+  readyAt: Date;
+  createdAt: Date;
+  endedAt?: Date;
+}
+
+/** The user's latest recovery request, or undefined when they never asked. */
+export async function findRecoveryRequest(db: Executor, userId: string): Promise<RecoveryRequest | undefined> {
+  const row = await db.selectFrom('recovery_request').selectAll().where('user_id', '=', userId).executeTakeFirst();
+  return (
+    row && {
+      id: row.id,
+      userId: row.user_id,
+      state: row.state,
+      readyAt: new Date(row.ready_at),
+      createdAt: new Date(row.created_at),
+      endedAt: row.ended_at ? new Date(row.ended_at) : undefined,
+    }
+  );
+}
+
+/**
+ * Starts a waiting request for the user, replacing a cancelled or completed one. Returns false
+ * when one is already waiting (a racing request started it): that one stands.
+ */
+export async function startRecoveryRequest(
+  db: Executor,
+  request: { id: string; userId: string; readyAt: Date; createdAt: Date },
+): Promise<boolean> {
+  const fresh = {
+    id: request.id,
+    state: 'waiting' as const,
+    ready_at: request.readyAt.toISOString(),
+    created_at: request.createdAt.toISOString(),
+    ended_at: null,
+  };
+  const row = await db
+    .insertInto('recovery_request')
+    .values({ ...fresh, user_id: request.userId })
+    .onConflict((conflict) =>
+      conflict.column('user_id').doUpdateSet(fresh).where('recovery_request.state', '!=', 'waiting'),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Ends the user's waiting request as `state` (`completed` only once `ready_at` has passed at
+ * `now`). Returns false when none was waiting (or ready): a racing call ended it first.
+ */
+export async function endRecoveryRequest(
+  db: Executor,
+  userId: string,
+  state: 'cancelled' | 'completed',
+  now: Date,
+): Promise<boolean> {
+  const row = await db
+    .updateTable('recovery_request')
+    .set({ state, ended_at: now.toISOString() })
+    .where('user_id', '=', userId)
+    .where('state', '=', 'waiting')
+    .$if(state === 'completed', (query) => query.where('ready_at', '<=', now.toISOString()))
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}

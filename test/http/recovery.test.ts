@@ -1,0 +1,290 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type * as client from 'openid-client';
+import {
+  authorizationRequest,
+  configOf,
+  createTotpUser,
+  nextName,
+  PASSWORD,
+  type Provider,
+  registerClient,
+  startProvider,
+} from '../support/openid-flow.js';
+import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/service.js';
+import { SignInBrowser } from '../support/sign-in-browser.js';
+import { type SmtpTestServer, startSmtpServer } from '../support/smtp-server.js';
+import { eventually, startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver.js';
+
+// CONTRACT §20, recovery when every factor is lost, over HTTP: the password asks, the request
+// waits RECOVERY_DELAY (72 h by default; the test clock moves) while the email, the enrolled phone
+// and the webhooks are told; any sign-in with a second factor, or the user, cancels it; after the
+// delay the password removes every factor and gives tokens.
+
+const DELAY_SECONDS = 259_200;
+
+let provider: Provider;
+let service: Service;
+let smtp: SmtpTestServer;
+let receiver: WebhookReceiver;
+
+before(async () => {
+  smtp = await startSmtpServer();
+  receiver = await startWebhookReceiver();
+  provider = await startProvider({ env: { SMTP_URL: smtp.url, WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  service = provider.service;
+  await expectStatus(
+    service.call('/admin/webhooks', {
+      method: 'POST',
+      token: ADMIN_TOKEN,
+      body: {
+        url: `${receiver.url}/recovery`,
+        events: ['mfa.recovery_started', 'mfa.recovery_cancelled', 'mfa.recovery_completed'],
+      },
+    }),
+    201,
+  );
+});
+after(async () => {
+  await provider.close();
+  await receiver.close();
+  await smtp.close();
+});
+
+interface SmsUser {
+  userId: string;
+  username: string;
+  email: string;
+  phone: string;
+}
+
+/** A user with a verified address (given by an operator) and SMS as the second factor. */
+async function smsUser(prefix = 'lost'): Promise<SmsUser> {
+  const username = nextName(prefix);
+  const email = `${username}@mail.example`;
+  const { id: userId } = await expectStatus(
+    service.call('/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD, email } }),
+    201,
+  );
+  const phone = nextPhone();
+  await service.enrolSms(await service.accessToken(username, PASSWORD), phone);
+  service.clock.advance(31);
+  return { userId, username, email, phone };
+}
+
+/** Signs in with the password and the SMS code: a sign-in with a second factor. */
+async function signInWithSms(user: SmsUser) {
+  await expectStatus(service.login(user.username, PASSWORD), 200);
+  const tokens = await expectStatus(
+    service.login(user.username, PASSWORD, { mfa_code: service.twilio.lastCodeFor(`+${user.phone}`) }),
+    200,
+  );
+  service.clock.advance(31);
+  return tokens;
+}
+
+function ask(username: string, password = PASSWORD) {
+  return service.call('/mfa/recovery-request/', { method: 'POST', body: { username, password } });
+}
+function complete(username: string, password = PASSWORD) {
+  return service.call('/mfa/recovery-request/complete/', { method: 'POST', body: { username, password } });
+}
+function stateOf(token: string) {
+  return expectStatus(service.call('/mfa/recovery-request/', { token }), 200);
+}
+
+/**
+ * The recovery webhooks received about `userId`. Read, not verified: their timestamps follow the
+ * test clock, days ahead, which receivers' libraries refuse (webhooks.test.ts verifies signatures).
+ */
+function payloadsAbout(userId: string): { type: string; data: Record<string, string> }[] {
+  return receiver
+    .at('/recovery')
+    .map((webhook) => JSON.parse(webhook.body))
+    .filter((payload) => payload.data.user_id === userId);
+}
+const webhooksAbout = (userId: string) => payloadsAbout(userId).map((payload) => payload.type);
+
+async function eventsOf(userId: string): Promise<{ type: string; outcome: string }[]> {
+  return (await expectStatus(service.call(`/admin/users/${userId}/events`, { token: ADMIN_TOKEN }), 200)).events;
+}
+
+describe('asking for recovery', () => {
+  test('the password asks: 202 waiting until RECOVERY_DELAY from now; a second request answers the one waiting', async () => {
+    const user = await smsUser();
+    const asked = await expectStatus(ask(user.username), 202);
+    assert.equal(asked.state, 'waiting');
+    const expected = service.clock.now().getTime() + DELAY_SECONDS * 1000;
+    assert.ok(Math.abs(Date.parse(asked.ready_at) - expected) < 1000, asked.ready_at);
+    service.clock.advance(3600);
+    assert.deepEqual(await expectStatus(ask(user.username), 202), asked, 'the same request, not a new one');
+  });
+
+  test('every channel is told: a notice by email, an SMS to the enrolled number, the webhook; each step is audited', async () => {
+    const user = await smsUser('told');
+    const sentBefore = service.twilio.messages.length;
+    await expectStatus(ask(user.username), 202);
+    const mail = await smtp.waitForMail(user.email, /someone asked to recover your account/);
+    assert.match(mail.text, /without its second factors/);
+    assert.match(mail.text, /sign in with any of your second factors/);
+    const sms = service.twilio.messages.slice(sentBefore).filter((message) => message.to === `+${user.phone}`);
+    assert.equal(sms.length, 1, 'one SMS to the enrolled number');
+    assert.match(sms[0]?.body ?? '', /someone asked to recover your account/);
+    await eventually(() => webhooksAbout(user.userId).includes('mfa.recovery_started'));
+    const [started] = payloadsAbout(user.userId);
+    assert.ok(Date.parse(started?.data.ready_at ?? '') > service.clock.now().getTime(), 'the webhook says when');
+    assert.ok((await eventsOf(user.userId)).some((event) => event.type === 'recovery_started'));
+  });
+
+  test("a wrong password is the password grant's 400 invalid_grant, in the same throttle", async () => {
+    const user = await smsUser('guessing');
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      assert.equal((await expectStatus(ask(user.username, 'not the password'), 400)).error, 'invalid_grant');
+    }
+    assert.equal((await expectStatus(ask(user.username), 429)).error, 'login_throttled');
+    assert.equal((await expectStatus(service.login(user.username, PASSWORD), 429)).error, 'login_throttled');
+    assert.equal((await expectStatus(ask('nobody-at-all', 'not the password'), 400)).error, 'invalid_grant');
+    service.clock.advance(16 * 60);
+  });
+
+  test('an account without a second factor has nothing to recover: 409 mfa_not_enabled; bad input is 400 naming the field', async () => {
+    const username = nextName('plain');
+    await service.createUser(username, PASSWORD);
+    assert.equal((await expectStatus(ask(username), 409)).error, 'mfa_not_enabled');
+    const missing = await expectStatus(
+      service.call('/mfa/recovery-request/', { method: 'POST', body: { username } }),
+      400,
+    );
+    assert.equal(missing.error, 'invalid_request');
+    assert.match(missing.error_description, /password/);
+  });
+});
+
+describe('completing it', () => {
+  test('before ready_at: 409 recovery_waiting with ready_at; after: tokens, every factor and backup code gone, every other login ended', async () => {
+    const user = await smsUser('completed');
+    const before = await signInWithSms(user);
+    await expectStatus(service.call('/mfa/recovery/', { method: 'POST', token: before.access_token }), 200);
+    const { ready_at } = await expectStatus(ask(user.username), 202);
+
+    service.clock.advance(DELAY_SECONDS - 60);
+    const early = await complete(user.username);
+    assert.equal(early.status, 409);
+    assert.ok(Number(early.headers.get('retry-after')) > 0);
+    const waiting = (await early.json()) as Record<string, string>;
+    assert.equal(waiting.error, 'recovery_waiting');
+    assert.equal(waiting.ready_at, ready_at);
+
+    service.clock.advance(61);
+    const tokens = await expectStatus(complete(user.username), 200);
+    assert.equal(tokens.token_type, 'Bearer');
+    const status = await expectStatus(service.call('/mfa/', { token: tokens.access_token }), 200);
+    assert.equal(status.enabled, false, 'every factor is gone');
+    assert.deepEqual(await expectStatus(service.call('/mfa/factors/', { token: tokens.access_token }), 200), {
+      factors: [],
+    });
+    assert.deepEqual(await stateOf(tokens.access_token), { state: 'completed', ready_at });
+    // The login from before the recovery has ended.
+    const refreshed = await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: { grant_type: 'refresh_token', refresh_token: before.refresh_token },
+      }),
+      400,
+    );
+    assert.equal(refreshed.error, 'invalid_grant');
+    // The password alone signs in now, and the next complete has nothing to complete.
+    await expectStatus(service.login(user.username, PASSWORD), 200);
+    assert.equal((await expectStatus(complete(user.username), 409)).error, 'no_recovery_request');
+
+    await smtp.waitForMail(user.email, /your account was recovered/);
+    await eventually(() => webhooksAbout(user.userId).includes('mfa.recovery_completed'));
+    const types = (await eventsOf(user.userId)).map((event) => `${event.type}:${event.outcome}`);
+    assert.ok(types.includes('recovery_completed:succeeded'));
+    assert.ok(types.includes('mfa_disabled:recovered'));
+    assert.ok(!webhooksAbout(user.userId).includes('mfa.disabled'));
+  });
+
+  test('without a request, complete is 409 no_recovery_request', async () => {
+    const user = await smsUser('unasked');
+    assert.equal((await expectStatus(complete(user.username), 409)).error, 'no_recovery_request');
+  });
+
+  test('of two completions at once, one gets tokens', async () => {
+    const user = await smsUser('racing');
+    await expectStatus(ask(user.username), 202);
+    service.clock.advance(DELAY_SECONDS + 1);
+    const answers = await Promise.all(Array.from({ length: 5 }, () => complete(user.username)));
+    assert.deepEqual(answers.map((answer) => answer.status).sort(), [200, 409, 409, 409, 409]);
+    const completions = (await eventsOf(user.userId)).filter((event) => event.type === 'recovery_completed');
+    assert.equal(completions.length, 1);
+  });
+});
+
+describe('cancelling it', () => {
+  test('a password grant with the second factor cancels a waiting request, and every channel is told', async () => {
+    const user = await smsUser('cancel-grant');
+    await expectStatus(ask(user.username), 202);
+    const { access_token } = await signInWithSms(user);
+    assert.equal((await stateOf(access_token)).state, 'cancelled');
+    service.clock.advance(DELAY_SECONDS + 1);
+    assert.equal((await expectStatus(complete(user.username), 409)).error, 'no_recovery_request');
+    await smtp.waitForMail(user.email, /the recovery of your account was cancelled/);
+    await eventually(() => webhooksAbout(user.userId).includes('mfa.recovery_cancelled'));
+    assert.ok((await eventsOf(user.userId)).some((e) => e.type === 'recovery_cancelled' && e.outcome === 'by_sign_in'));
+  });
+
+  test('finishing a login with the mfa_token cancels it too', async () => {
+    const user = await smsUser('cancel-mfa-token');
+    const { client_id } = await registerClient(service, { mfa_challenge: 'error', token_endpoint_auth_method: 'none' });
+    await expectStatus(ask(user.username), 202);
+    const refused = await expectStatus(service.login(user.username, PASSWORD, { client_id }), 403);
+    const tokens = await expectStatus(
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: {
+          grant_type: 'http://auth0.com/oauth/grant-type/mfa-otp',
+          client_id,
+          mfa_token: refused.mfa_token,
+          otp: service.twilio.lastCodeFor(`+${user.phone}`),
+        },
+      }),
+      200,
+    );
+    assert.equal((await stateOf(tokens.access_token)).state, 'cancelled');
+  });
+
+  test('a sign-in with a second factor at the hosted sign-in (authorization-code flow) cancels it', async () => {
+    const user = await createTotpUser(service, nextName('cancel-hosted'));
+    await expectStatus(ask(user.username), 202);
+    const config: client.Configuration = await configOf(provider.issuer, await registerClient(service));
+    const request = await authorizationRequest(config);
+    const signIn = await new SignInBrowser(provider.issuer).startSignIn(request.url);
+    assert.equal((await signIn.password(user.username, PASSWORD)).step, 'second_factor');
+    const done = await signIn.secondFactor({ mfa_code: user.code() });
+    assert.ok(done.location, JSON.stringify(done));
+    service.clock.advance(DELAY_SECONDS + 1);
+    assert.equal((await expectStatus(complete(user.username), 409)).error, 'no_recovery_request');
+  });
+
+  test('DELETE from a login of the user cancels it: 204, and GET shows it cancelled', async () => {
+    const user = await smsUser('cancel-delete');
+    const { access_token } = await signInWithSms(user);
+    assert.deepEqual(await stateOf(access_token), { state: 'none', ready_at: null });
+    const { ready_at } = await expectStatus(ask(user.username), 202);
+    assert.deepEqual(await stateOf(access_token), { state: 'waiting', ready_at });
+    await expectStatus(service.call('/mfa/recovery-request/', { method: 'DELETE', token: access_token }), 204);
+    assert.deepEqual(await stateOf(access_token), { state: 'cancelled', ready_at });
+    assert.ok((await eventsOf(user.userId)).some((e) => e.type === 'recovery_cancelled' && e.outcome === 'by_user'));
+    // A new request may follow a cancelled one.
+    assert.equal((await expectStatus(ask(user.username), 202)).state, 'waiting');
+    assert.equal((await expectStatus(service.call('/mfa/recovery-request/'), 401)).error, 'invalid_token');
+  });
+
+  test('the metrics count each step', async () => {
+    const text = await (await service.call('/metrics')).text();
+    for (const step of ['started', 'cancelled', 'completed']) {
+      assert.match(text, new RegExp(`^mfa_recovery_requests_total\\{step="${step}"\\} [1-9]`, 'm'), step);
+    }
+  });
+});
