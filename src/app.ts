@@ -55,6 +55,7 @@ import { createOneTimeCodes } from './mfa/one-time-codes.js';
 import { createAccessTokens } from './oauth/access-tokens.js';
 import { createAuthorizationCodes } from './oauth/authorization-codes.js';
 import { createClients } from './oauth/clients.js';
+import { CONSOLE_PATH, consoleClientOf } from './oauth/console-client.js';
 import { createHostedSignIn } from './oauth/hosted-sign-in.js';
 import { createIdTokens } from './oauth/id-tokens.js';
 import { createIntrospection } from './oauth/introspection.js';
@@ -99,7 +100,9 @@ export interface AppDeps {
 }
 
 /** The browser pages, each built from web/<name>/ into dist/<name>/ and served at /<name>/. */
-const PAGE_NAMES = ['account', 'sign-in'] as const;
+const PAGE_NAMES = ['account', 'sign-in', 'console'] as const;
+/** Where a page is served when not at /<name>/. */
+const PAGE_PATHS: Partial<Record<(typeof PAGE_NAMES)[number], string>> = { console: CONSOLE_PATH };
 
 /** Paths the logger blanks, should anything ever put them in a log line. */
 const REDACTED = [
@@ -288,7 +291,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     if (!request.operator || request.method === 'GET' || request.method === 'HEAD' || reply.statusCode >= 400) {
       return payload;
     }
-    const target = (request.params as { id?: unknown } | undefined)?.id;
+    const params = request.params as { id?: unknown; country?: unknown } | undefined;
+    const target = params?.id ?? params?.country;
     await audit.record('operator_action', 'succeeded', {
       userId: request.operator.userId,
       context: contextOf(request),
@@ -306,7 +310,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       const page = loadPage(dir);
       if (!page) {
         rootLogger.warn(
-          `the ${name} page is not built (no ${dir ?? `dist/${name} beside a package.json`}/index.html): /${name}/ answers 503; run npm run build`,
+          `the ${name} page is not built (no ${dir ?? `dist/${name} beside a package.json`}/index.html): ${PAGE_PATHS[name] ?? `/${name}/`} answers 503; run npm run build`,
         );
       }
       return [name, page];
@@ -315,6 +319,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const stylesheetName = [...(pages['sign-in']?.assets.keys() ?? [])].find((name) => name.endsWith('.css'));
 
   // OpenID Connect (CONTRACT §18): the browser's sign-in session, codes, ID tokens, the hosted sign-in.
+  // The operators' console is a client of it, written at every start (CONTRACT §21).
+  await store.clients.putClient(consoleClientOf(config.issuer), clock.now());
   const csrfKey = deriveKey(hashSecret, 'browser-flow-csrf');
   const idTokens = createIdTokens({ keys, clock, issuer: config.issuer, ttlSeconds: config.accessTokenTtlSeconds });
   const signInSessions = createSignInSessions({
@@ -414,7 +420,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
-  operatorViewRoutes(app, { store, clock, requireAdmin });
+  operatorViewRoutes(app, { store, clock, countries, requireAdmin });
   inviteRoutes(app, { invites: inviteRedemption });
   await app.register(cookie);
   registerCors(app, {
@@ -454,7 +460,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     registry,
     requireMetricsToken: createRequireMetricsToken(config.metricsToken),
   });
-  for (const name of PAGE_NAMES) pageRoutes(app, { name, page: pages[name] });
+  for (const name of PAGE_NAMES) pageRoutes(app, { name, page: pages[name], path: PAGE_PATHS[name] });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.

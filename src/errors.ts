@@ -37,6 +37,7 @@ export type ErrorCode =
   | 'mail_unavailable'
   // SMS delivery and its limits
   | 'sms_cooldown'
+  | 'country_not_paused'
   | 'sms_rate_limited'
   | 'sms_country_paused'
   | 'invalid_phone_number'

@@ -165,6 +165,18 @@ export function adminRoutes(
     },
   );
 
+  app.delete(
+    '/admin/users/:id/sessions',
+    {
+      schema: { params: UserIdParams, response: { 204: {}, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await accounts.endSessions(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
   app.post(
     '/admin/clients',
     {
