@@ -1,0 +1,240 @@
+// The operators' console (CONTRACT §21) in Debian's Chromium: an operator signs in through the
+// hosted sign-in with an authenticator app, finds a user, sees their factors and sessions, resets
+// their MFA and sees the audit event; reads the SMS sends per country as a chart and resumes a
+// paused country; reads the sign-ins chart; a change after STEP_UP_MAX_AGE signs in again and
+// comes back to it; the keyboard alone works; a non-operator, and an operator without a second
+// factor, see why there is nothing and no data.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-core';
+import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
+import { addSmsSends, grantOperator, pauseCountry, signInAtHostedPage } from '../support/console.js';
+import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
+import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
+
+let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let service: Service;
+let browser: Browser;
+const problems: string[] = [];
+
+before(async () => {
+  stack = await startServiceOnLocalhost();
+  service = stack.service;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  await stack?.close();
+});
+
+/** A page in a browser of its own (no sign-in session), whose script errors fail the test. */
+async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
+  const page = await context.newPage();
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !isExpectedRefusal(message)) problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  return { context, page };
+}
+
+/** The admin API's 401 and 403, which the console answers by signing in again or saying why. */
+function isExpectedRefusal(message: ConsoleMessage): boolean {
+  return /the server responded with a status of 40[13]/.test(message.text());
+}
+
+const consoleUrl = () => `${stack.origin}/admin/console/`;
+
+function focusedId(page: Page): Promise<string> {
+  return page.evaluate<string>('document.activeElement?.id ?? ""');
+}
+
+describe('the operators’ console in Chromium (CONTRACT §21)', () => {
+  let page: Page;
+  let context: BrowserContext;
+  let operator: Awaited<ReturnType<typeof createTotpUser>>;
+  let tina: Awaited<ReturnType<typeof createTotpUser>>;
+
+  before(async () => {
+    operator = await createTotpUser(service, 'olga');
+    await grantOperator(service, 'olga');
+    tina = await createTotpUser(service, 'tina');
+    await expectStatus(
+      service.call('/admin/users', {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { username: 'tim', password: PASSWORD, email: 'tim@example.com' },
+      }),
+      201,
+    );
+    // tina signs in to an app: a session the console shows.
+    await service.accessToken('tina', PASSWORD, { mfa_code: tina.code() });
+    ({ context, page } = await freshPage());
+  });
+
+  after(async () => {
+    await context.close();
+    assert.deepEqual(problems, []);
+  });
+
+  test('an operator signs in with an authenticator app, finds a user by name and sees their factors and sessions', async () => {
+    await page.goto(consoleUrl());
+    await page.getByText('Sign in to continue to Operators’ console.').waitFor();
+    await signInAtHostedPage(page, 'olga', operator.code);
+    await page.getByRole('heading', { name: 'Users', level: 1 }).waitFor();
+    assert.equal(await page.locator('#who-name').textContent(), 'olga');
+    assert.equal(new URL(page.url()).search, '', 'the code and state leave the address bar');
+    const headers = (await page.request.get(consoleUrl())).headers();
+    assert.match(headers['content-security-policy'] ?? '', /require-trusted-types-for 'script'/);
+
+    await page.getByLabel('Username or email').fill('TI');
+    await page.keyboard.press('Enter');
+    await button(page, /^tim tim@example\.com$/).waitFor();
+    await button(page, /^tina/).click();
+    await page.getByRole('heading', { name: 'tina', level: 2 }).waitFor();
+    assert.equal(await focusedId(page), 'user-name');
+    assert.match((await page.locator('#user-factors').textContent()) ?? '', /Authenticator app, the default/);
+    assert.match(
+      (await page.locator('#user-sessions').textContent()) ?? '',
+      /signed in .* with password and authenticator app/,
+    );
+    await screenshots(page, 'console-users');
+  });
+
+  test('a user found by the start of their email address', async () => {
+    await page.getByLabel('Username or email').fill('TIM@EX');
+    await page.keyboard.press('Enter');
+    await button(page, /^tim tim@example\.com$/).waitFor();
+    assert.equal(await page.locator('#user-results > li').count(), 1);
+  });
+
+  test('resetting MFA asks by name, then shows the user without factors and the audit event', async () => {
+    await page.getByLabel('Username or email').fill('tina');
+    await page.keyboard.press('Enter');
+    await button(page, /^tina/).click();
+    await page.getByRole('heading', { name: 'tina', level: 2 }).waitFor();
+    await button(page, 'Reset MFA').click();
+    await page.getByText('Reset tina’s MFA?', { exact: false }).waitFor();
+    assert.equal(await focusedId(page), 'user-confirm-yes');
+    await screenshots(page, 'console-reset-mfa');
+    await button(page, 'Yes, reset tina’s MFA').click();
+    await notice(page, 'status', 'tina’s MFA is reset');
+    await page.locator('#user-factors', { hasText: 'No way to verify' }).waitFor();
+    await page.locator('#user-events', { hasText: 'MFA disabled: reset by operator' }).waitFor();
+    assert.match((await page.locator('#user-sessions').textContent()) ?? '', /No session/);
+    const { factors } = await expectStatus(service.call(`/admin/users/${tina.userId}`, { token: ADMIN_TOKEN }), 200);
+    assert.deepEqual(factors, []);
+  });
+
+  test('the keyboard alone: Tab to a button, Enter opens the confirmation, Escape closes it and gives the focus back', async () => {
+    await page.locator('#user-delete').focus();
+    await page.keyboard.press('Shift+Tab');
+    assert.equal(await focusedId(page), 'user-end-sessions');
+    await page.keyboard.press('Tab');
+    assert.equal(await focusedId(page), 'user-delete');
+    await page.keyboard.press('Enter');
+    await page.getByText('Delete tina? The account and everything about it is removed').waitFor();
+    assert.equal(await focusedId(page), 'user-confirm-yes');
+    await page.keyboard.press('Escape');
+    assert.equal(await page.locator('#user-confirm').isHidden(), true);
+    assert.equal(await focusedId(page), 'user-delete');
+    await expectStatus(service.call(`/admin/users/${tina.userId}`, { token: ADMIN_TOKEN }), 200);
+  });
+
+  test('SMS sends per country per hour as a chart; a paused country is resumed', async () => {
+    for (const [country, hoursAgo, sends] of [
+      ['US', 30, 12],
+      ['US', 5, 40],
+      ['US', 1, 25],
+      ['GB', 20, 8],
+      ['GB', 0, 310],
+      ['NG', 3, 15],
+    ] as const) {
+      await addSmsSends(service, country, hoursAgo, sends);
+    }
+    await pauseCountry(service, 'GB');
+    await page.getByRole('link', { name: 'SMS' }).click();
+    await page.getByRole('heading', { name: 'SMS', level: 1 }).waitFor();
+    await page.locator('#sms-chart canvas').waitFor();
+    assert.equal(
+      await page.locator('#sms-summary').textContent(),
+      '410 enrolment SMS in the last 7 days: GB 318, US 77, NG 15.',
+    );
+    const legend = await page.locator('#sms-chart .u-legend').textContent();
+    for (const country of ['US', 'GB', 'NG']) assert.ok(legend?.includes(country), `${country} in the legend`);
+    const gb = page.locator('#sms-countries tr', { hasText: 'GB' });
+    assert.match((await gb.textContent()) ?? '', /310 of .*Paused until/);
+    await screenshots(page, 'console-sms');
+
+    await gb.getByRole('button', { name: 'Resume GB' }).click();
+    await notice(page, 'status', 'Enrolment SMS to GB are sent again for the rest of this hour.');
+    assert.match((await page.locator('#sms-countries tr', { hasText: 'GB' }).textContent()) ?? '', /Resumed at/);
+    const { countries } = await expectStatus(service.call('/admin/sms/countries', { token: ADMIN_TOKEN }), 200);
+    const resumed = countries.find((row: { country: string }) => row.country === 'GB');
+    assert.equal(resumed.paused_until, null);
+  });
+
+  test('sign-ins per hour as a chart of successes, refusals and throttles', async () => {
+    await service.login('tina', 'a wrong password');
+    await page.getByRole('link', { name: 'Sign-ins' }).click();
+    await page.getByRole('heading', { name: 'Sign-ins', level: 1 }).waitFor();
+    await page.locator('#sign-ins-chart canvas').waitFor();
+    assert.match(
+      (await page.locator('#sign-ins-summary').textContent()) ?? '',
+      /\d+ succeeded, [1-9]\d* refused, 0 throttled/,
+    );
+    await screenshots(page, 'console-sign-ins');
+  });
+
+  test('a change after STEP_UP_MAX_AGE signs in again, then comes back to the change to confirm', async () => {
+    await page.getByRole('link', { name: 'Users' }).click();
+    await page.getByLabel('Username or email').fill('tina');
+    await page.keyboard.press('Enter');
+    await button(page, /^tina/).click();
+    await page.getByRole('heading', { name: 'tina', level: 2 }).waitFor();
+    service.clock.advance(601);
+    await button(page, 'End sessions').click();
+    await button(page, 'Yes, end tina’s sessions').click();
+    await signInAtHostedPage(page, 'olga', operator.code);
+    await notice(page, 'status', 'You signed in again. Confirm to go on.');
+    assert.equal(await focusedId(page), 'user-confirm-yes');
+    await button(page, 'Yes, end tina’s sessions').click();
+    await notice(page, 'status', 'All of tina’s sessions have ended.');
+  });
+
+  test('deleting a user names them; the user is gone', async () => {
+    await button(page, 'Delete user').click();
+    await button(page, 'Yes, delete tina').click();
+    await notice(page, 'status', 'tina is deleted.');
+    await expectStatus(service.call(`/admin/users/${tina.userId}`, { token: ADMIN_TOKEN }), 404);
+  });
+});
+
+describe('who gets nothing', () => {
+  test('a user who is not an operator sees why, and no data', async () => {
+    const nina = await createTotpUser(service, 'nina');
+    const { context, page } = await freshPage();
+    await page.goto(consoleUrl());
+    await signInAtHostedPage(page, 'nina', nina.code);
+    await page.getByRole('heading', { name: 'You are not an operator' }).waitFor();
+    assert.equal(await page.locator('#nav').isHidden(), true);
+    assert.equal(await page.locator('#users-view').isHidden(), true);
+    assert.equal(await page.locator('#user-results li').count(), 0);
+    await screenshots(page, 'console-not-operator');
+    await context.close();
+  });
+
+  test('an operator whose sign-in has no second factor is asked to add a passkey or an authenticator app', async () => {
+    await service.createUser('paul', PASSWORD);
+    await grantOperator(service, 'paul');
+    const { context, page } = await freshPage();
+    await page.goto(consoleUrl());
+    await signInAtHostedPage(page, 'paul');
+    await page.getByRole('heading', { name: 'Add a passkey or an authenticator app' }).waitFor();
+    assert.equal(await page.locator('#users-view').isHidden(), true);
+    assert.equal(await page.locator('#user-results li').count(), 0);
+    assert.equal(await page.getByRole('link', { name: 'Open your account page' }).isVisible(), true);
+    await context.close();
+  });
+});
