@@ -90,11 +90,11 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
 
     await page.getByLabel('Username or email').fill('TI');
     await page.keyboard.press('Enter');
-    await button(page, /^tim tim@example\.com$/).waitFor();
+    await button(page, 'tim').waitFor();
     await button(page, /^tina/).click();
     await page.getByRole('heading', { name: 'tina', level: 2 }).waitFor();
     assert.equal(await focusedId(page), 'user-name');
-    assert.match((await page.locator('#user-factors').textContent()) ?? '', /Authenticator app, the default/);
+    assert.match((await page.locator('#user-factors').textContent()) ?? '', /Authenticator app · the default/);
     assert.match(
       (await page.locator('#user-sessions').textContent()) ?? '',
       /signed in .* with password and authenticator app/,
@@ -105,7 +105,7 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
   test('a user found by the start of their email address', async () => {
     await page.getByLabel('Username or email').fill('TIM@EX');
     await page.keyboard.press('Enter');
-    await button(page, /^tim tim@example\.com$/).waitFor();
+    await button(page, 'tim').waitFor();
     assert.equal(await page.locator('#user-results > li').count(), 1);
   });
 
@@ -164,7 +164,7 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
     const legend = await page.locator('#sms-chart .u-legend').textContent();
     for (const country of ['US', 'GB', 'NG']) assert.ok(legend?.includes(country), `${country} in the legend`);
     const gb = page.locator('#sms-countries tr', { hasText: 'GB' });
-    assert.match((await gb.textContent()) ?? '', /310 of .*Paused until/);
+    assert.match((await gb.textContent()) ?? '', /310 \/ .*Paused until/);
     await screenshots(page, 'console-sms');
 
     await gb.getByRole('button', { name: 'Resume GB' }).click();

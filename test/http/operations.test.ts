@@ -533,6 +533,8 @@ const EMPTY_SUCCESS = new Set([
   'POST /mfa/oauth2/revoke/',
   'DELETE /admin/users/:id',
   'DELETE /admin/users/:id/mfa',
+  'DELETE /admin/users/:id/sessions',
+  'POST /admin/sms/countries/:country/resume',
   'DELETE /mfa/factors/:id/',
   'DELETE /admin/webhooks/:id',
   'DELETE /admin/clients/:id',

@@ -36,7 +36,7 @@ export function drawHourly(container: HTMLElement, since: string, series: Hourly
     {
       width: widthOf(),
       height: 260,
-      scales: { x: { time: true }, y: { range: (_plot, _min, max) => [0, Math.max(4, max)] } },
+      scales: { x: { time: true }, y: { range: (_plot, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
       axes: [{}, { label: unit, size: 56 }],
       series: [
         { label: 'Hour' },

@@ -14,6 +14,11 @@ interface CountryRow {
   resumed_at: string | null;
 }
 
+/** "14:05": the hour and minute, as the reader's language writes them. */
+function clockTime(iso: string): string {
+  return new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+}
+
 export function createSmsView(
   api: ConsoleApi,
   hooks: { refused(error: unknown): boolean; describe(error: unknown): string },
@@ -67,15 +72,15 @@ export function createSmsView(
             el('span', { class: 'visually-hidden' }, ` ${row.country}`),
           );
           resume.addEventListener('click', () => void whileBusy(table, () => resumeCountry(row.country)));
-          state.append(`Paused until ${new Date(row.paused_until).toLocaleTimeString()} `, resume);
+          state.append(`Paused until ${clockTime(row.paused_until)} `, resume);
         } else {
-          state.append(row.resumed_at ? `Resumed at ${new Date(row.resumed_at).toLocaleTimeString()}` : 'Sending');
+          state.append(row.resumed_at ? `Resumed at ${clockTime(row.resumed_at)}` : 'Sending');
         }
         return el(
           'tr',
           {},
           el('th', { scope: 'row' }, row.country),
-          el('td', { class: 'number' }, `${count(row.sent_this_hour)} of ${count(row.hourly_limit)}`),
+          el('td', { class: 'number' }, `${count(row.sent_this_hour)} / ${count(row.hourly_limit)}`),
           el('td', { class: 'number' }, count(row.pause_threshold)),
           state,
         );

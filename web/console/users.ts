@@ -83,6 +83,13 @@ function eventWords(event: SecurityEvent): string {
   return `${type.charAt(0).toUpperCase()}${type.slice(1)}: ${words(event.outcome)}`;
 }
 
+/** "Authenticator app, the default"; the type is left out when the name says it already. */
+function factorWords(factor: { type: string; name: string; is_default: boolean }): string {
+  const type = FACTOR_WORDS[factor.type] ?? factor.type;
+  const words = [factor.name === type ? '' : type, factor.is_default ? 'the default' : ''].filter(Boolean);
+  return words.join(', ') || 'not the default';
+}
+
 function when(iso: string): HTMLElement {
   const date = new Date(iso);
   return el('time', { datetime: iso, title: date.toLocaleString() }, timeAgo(date));
@@ -114,12 +121,7 @@ export function createUsersView(
     const page = await api.call<{ users: UserSummary[]; next_after?: string }>('GET', `users/search?${params}`);
     if (!append) results.replaceChildren();
     for (const user of page.users) {
-      const open = el(
-        'button',
-        { type: 'button', class: 'link result' },
-        el('strong', {}, user.username),
-        user.email ? ` ${user.email}` : '',
-      );
+      const open = el('button', { type: 'button', class: 'link result' }, el('strong', {}, user.username));
       open.addEventListener('click', () => void whileBusy(detail, () => openUser(user.id)));
       results.append(
         el(
@@ -129,8 +131,9 @@ export function createUsersView(
           el(
             'span',
             { class: 'hint' },
-            user.mfa_enabled ? ' MFA on' : ' MFA off',
-            user.is_operator ? ' · operator' : '',
+            ` ${[user.email, user.mfa_enabled ? 'MFA on' : 'MFA off', user.is_operator ? 'operator' : '']
+              .filter(Boolean)
+              .join(' · ')}`,
           ),
         ),
       );
@@ -173,7 +176,7 @@ export function createUsersView(
           'li',
           {},
           el('strong', {}, factor.name),
-          ` ${FACTOR_WORDS[factor.type] ?? factor.type}${factor.is_default ? ', the default' : ''} · `,
+          ` · ${factorWords(factor)} · `,
           factor.last_used_at ? el('span', {}, 'last used ', when(factor.last_used_at)) : 'never used',
         ),
       ),
@@ -185,7 +188,8 @@ export function createUsersView(
         el(
           'li',
           {},
-          el('strong', {}, login.client_name ?? login.client_id),
+          // The password grant without client credentials names no registered client.
+          el('strong', {}, login.client_name ?? (login.client_id === 'public' ? 'Password grant' : login.client_id)),
           ` · signed in `,
           when(login.signed_in_at),
           ` with ${login.amr.map((method) => METHOD_WORDS[method] ?? method).join(' and ')} · last active `,
