@@ -29,20 +29,16 @@ function prefixRange(prefix: string): [string, string] | undefined {
 export async function searchUsers(
   db: Executor,
   query: { prefix: string; byEmail: boolean; after?: string; limit: number },
-): Promise<(UserSummary & { key: string })[]> {
+): Promise<UserSummary[]> {
   // The same expression as the index user_email_key, so that the database uses it.
   const key = query.byEmail ? sql<string>`lower(email)` : sql<string>`username_key`;
-  let select = db
-    .selectFrom('user')
-    .select([...SUMMARY_COLUMNS, key.as('key')])
-    .orderBy(key)
-    .limit(query.limit);
+  let select = db.selectFrom('user').select(SUMMARY_COLUMNS).orderBy(key).limit(query.limit);
   if (query.byEmail) select = select.where('email', 'is not', null);
   const range = prefixRange(query.prefix.toLowerCase());
   if (range) select = select.where(key, '>=', range[0]).where(key, '<', range[1]);
   if (query.after !== undefined) select = select.where(key, '>', query.after.toLowerCase());
   const rows = await select.execute();
-  return rows.map((row) => ({ ...toSummary(row), key: row.key }));
+  return rows.map(toSummary);
 }
 
 /** The user with this id, or undefined. */

@@ -41,16 +41,13 @@ export function operatorViewRoutes(
     async (request) => {
       const limit = Number(request.query.limit ?? 20);
       const prefix = request.query.q ?? '';
-      const users = await store.operatorViews.searchUsers({
-        prefix,
-        byEmail: prefix.includes('@'),
-        after: request.query.after,
-        limit,
-      });
+      const byEmail = prefix.includes('@');
+      const users = await store.operatorViews.searchUsers({ prefix, byEmail, after: request.query.after, limit });
       const last = users.at(-1);
+      const nextAfter = byEmail ? last?.email : last?.username;
       return {
         users: users.map(toUserSummary),
-        ...(users.length === limit && last && { next_after: last.key }),
+        ...(users.length === limit && nextAfter !== undefined && { next_after: nextAfter }),
       };
     },
   );
