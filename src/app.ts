@@ -38,6 +38,7 @@ import { createRememberedDevices } from './logins/remembered-devices.js';
 import { createSessions } from './logins/sessions.js';
 import { createSignInSessions } from './logins/sign-in-sessions.js';
 import { createStepUp } from './logins/step-up.js';
+import { createUserThrottles } from './logins/user-throttles.js';
 import { createConsoleMailSender } from './mail/console-sender.js';
 import { createSmtpSender } from './mail/smtp-sender.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -211,6 +212,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const limiter = createAttemptLimiter({ store, clock });
   const throttle = createLoginThrottle({ limiter, audit, throttleKey: deriveKey(hashSecret, 'login-throttle') });
   const guesses = createGuessBudget({ limiter, audit });
+  const userThrottles = createUserThrottles({
+    limiter,
+    usernameScope: throttle.usernameScope,
+    guessScopes: guesses.scopesOf,
+  });
   // Every kind of second factor, by type: the password grant reaches them only through this map.
   const sms = createSmsFactor({
     store,
@@ -420,7 +426,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
-  operatorViewRoutes(app, { store, clock, countries, requireAdmin });
+  operatorViewRoutes(app, { store, clock, countries, userThrottles, requireAdmin });
   inviteRoutes(app, { invites: inviteRedemption });
   await app.register(cookie);
   registerCors(app, {

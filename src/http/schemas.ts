@@ -423,6 +423,9 @@ export const UserSearchPage = Type.Object({
 /** CONTRACT §21: one user as the console shows them. */
 export const UserDetail = Type.Object({
   ...UserSummaryFields,
+  locked_until: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'while wrong passwords or second-factor guesses hold the user’s sign-ins back: until when',
+  }),
   factors: Type.Array(
     Type.Object({
       id: Type.String(),

@@ -222,6 +222,24 @@ describe('what the console reads and changes, for scripts too (CONTRACT §21)', 
     );
   });
 
+  test('POST /admin/users/:id/unlock lifts the block of wrong passwords, which GET /admin/users/:id shows', async () => {
+    const wanda = await service.createUser('wanda', PASSWORD);
+    for (let attempt = 0; attempt < 5; attempt += 1)
+      await expectStatus(service.login('wanda', 'not her password'), 400);
+    const blocked = await expectStatus(service.login('wanda', PASSWORD), 429);
+    assert.equal(blocked.error, 'login_throttled');
+    const locked = await expectStatus(admin(`users/${wanda}`), 200);
+    assert.ok(Date.parse(locked.locked_until) > service.clock.now().getTime(), locked.locked_until);
+
+    const token = await operator.token();
+    await expectStatus(admin(`users/${wanda}/unlock`, { method: 'POST', token }), 204);
+    assert.equal((await expectStatus(admin(`users/${wanda}`), 200)).locked_until, null);
+    await expectStatus(service.login('wanda', PASSWORD), 200);
+    const [action] = await operatorActions(operator.userId);
+    assert.equal(action?.detail.action, 'POST /admin/users/:id/unlock');
+    assert.equal((await expectStatus(admin('users/no-such-user/unlock', { method: 'POST' }), 404)).error, 'not_found');
+  });
+
   test('GET /admin/sms/countries and POST …/:country/resume: a paused country sends again; resuming twice is 409', async () => {
     await addSmsSends(service, 'FR', 2, 30);
     await addSmsSends(service, 'FR', 0, 90);

@@ -1,5 +1,6 @@
 import type { Clock } from '../../clock.js';
 import { ServiceError } from '../../errors.js';
+import type { UserThrottles } from '../../logins/user-throttles.js';
 import type { CountryBudgets } from '../../mfa/country-budgets.js';
 import type { Store } from '../../store/store.js';
 import type { App, RequestGuard } from '../app-types.js';
@@ -32,9 +33,23 @@ export function operatorViewRoutes(
     store,
     clock,
     countries,
+    userThrottles,
     requireAdmin,
-  }: { store: Store; clock: Clock; countries: CountryBudgets; requireAdmin: RequestGuard },
+  }: {
+    store: Store;
+    clock: Clock;
+    countries: CountryBudgets;
+    userThrottles: UserThrottles;
+    requireAdmin: RequestGuard;
+  },
 ) {
+  /** The user with this id; throws 404 `not_found`. */
+  async function getUser(id: string) {
+    const user = await store.operatorViews.findUserSummary(id);
+    if (!user) throw new ServiceError('not_found', 'no user has this id');
+    return user;
+  }
+
   app.get(
     '/admin/users/search',
     { schema: { querystring: UserSearchQuery, response: { 200: UserSearchPage, ...errors } }, onRequest: requireAdmin },
@@ -59,17 +74,18 @@ export function operatorViewRoutes(
       onRequest: requireAdmin,
     },
     async (request) => {
-      const userId = request.params.id;
-      const user = await store.operatorViews.findUserSummary(userId);
-      if (!user) throw new ServiceError('not_found', 'no user has this id');
+      const user = await getUser(request.params.id);
+      const userId = user.id;
       const now = clock.now();
-      const [factors, logins, devices] = await Promise.all([
+      const [factors, logins, devices, lockedUntil] = await Promise.all([
         store.factors.listFactors(userId),
         store.operatorViews.listLiveLogins(userId, now),
         store.rememberedDevices.listRememberedDevices(userId, now),
+        userThrottles.lockedUntil(user),
       ]);
       return {
         ...toUserSummary(user),
+        locked_until: isoOrNull(lockedUntil),
         factors: factors
           .filter((factor) => factor.status === 'verified')
           .map((factor) => ({
@@ -99,6 +115,18 @@ export function operatorViewRoutes(
           expires_at: device.expiresAt.toISOString(),
         })),
       };
+    },
+  );
+
+  app.post(
+    '/admin/users/:id/unlock',
+    {
+      schema: { params: UserIdParams, response: { 204: {}, ...errors, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await userThrottles.unlock(await getUser(request.params.id));
+      return reply.code(204).send();
     },
   );
 
