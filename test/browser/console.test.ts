@@ -127,6 +127,15 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
     assert.deepEqual(factors, []);
   });
 
+  test('an invite for a user without factors: confirmed by name, the link shown once', async () => {
+    await button(page, 'Send an invite').click();
+    await button(page, 'Yes, make an invite for tina').click();
+    await notice(page, 'status', 'An invite for tina is made: send them the link below.');
+    const link = await page.getByLabel('Invite link (shown this once, valid 24 hours)').inputValue();
+    assert.match(link, new RegExp(`^${stack.origin}/account/#invite=[A-Za-z0-9_-]{20,}$`));
+    assert.equal(await focusedId(page), 'user-invite-url');
+  });
+
   test('the keyboard alone: Tab to a button, Enter opens the confirmation, Escape closes it and gives the focus back', async () => {
     await page.locator('#user-delete').focus();
     await page.keyboard.press('Shift+Tab');
@@ -187,12 +196,22 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
     await screenshots(page, 'console-sign-ins');
   });
 
-  test('a change after STEP_UP_MAX_AGE signs in again, then comes back to the change to confirm', async () => {
+  test('a user locked out by wrong passwords is unlocked', async () => {
+    for (let attempt = 0; attempt < 5; attempt += 1) await service.login('tina', 'not her password');
+    assert.equal((await service.login('tina', PASSWORD)).status, 429);
     await page.getByRole('link', { name: 'Users' }).click();
     await page.getByLabel('Username or email').fill('tina');
     await page.keyboard.press('Enter');
     await button(page, /^tina/).click();
-    await page.getByRole('heading', { name: 'tina', level: 2 }).waitFor();
+    await page.getByText('Too many wrong passwords or codes: sign-ins wait until').waitFor();
+    await button(page, 'Unlock').click();
+    await button(page, 'Yes, unlock tina').click();
+    await notice(page, 'status', 'tina can sign in again.');
+    assert.equal(await page.locator('#user-locked').isHidden(), true);
+    assert.equal((await service.login('tina', PASSWORD)).status, 200);
+  });
+
+  test('a change after STEP_UP_MAX_AGE signs in again, then comes back to the change to confirm', async () => {
     service.clock.advance(601);
     await button(page, 'End sessions').click();
     await button(page, 'Yes, end tina’s sessions').click();

@@ -15,6 +15,7 @@ interface UserSummary {
 }
 
 interface UserDetail extends UserSummary {
+  locked_until: string | null;
   factors: { id: string; type: string; name: string; is_default: boolean; last_used_at: string | null }[];
   sessions: {
     id: string;
@@ -37,6 +38,20 @@ interface SecurityEvent {
 
 /** The changes an operator makes to a user, each confirmed by name. */
 const ACTIONS = {
+  unlock: {
+    question: (name: string) =>
+      `Unlock ${name}? Their wrong passwords and codes are forgotten, and they can try again at once.`,
+    confirm: (name: string) => `Yes, unlock ${name}`,
+    call: (api: ConsoleApi, id: string) => api.call('POST', `users/${id}/unlock`),
+    done: (name: string) => `${name} can sign in again.`,
+  },
+  invite: {
+    question: (name: string) =>
+      `Send ${name} an invite? The link lets whoever opens it make ${name}’s first passkey and sign in with it; an earlier link stops working.`,
+    confirm: (name: string) => `Yes, make an invite for ${name}`,
+    call: (api: ConsoleApi, id: string) => api.call('POST', `users/${id}/invite`),
+    done: (name: string) => `An invite for ${name} is made: send them the link below.`,
+  },
   'reset-mfa': {
     question: (name: string) =>
       `Reset ${name}’s MFA? Every way to verify and every backup code of ${name} is removed, and all of ${name}’s sessions end.`,
@@ -160,7 +175,16 @@ export function createUsersView(
 
   function render(user: UserDetail, events: SecurityEvent[]): void {
     closeConfirm();
+    byId('user-invite-box').hidden = true;
     byId('user-name').textContent = user.username;
+    const locked = byId('user-locked');
+    locked.hidden = user.locked_until === null;
+    locked.textContent = user.locked_until
+      ? `Too many wrong passwords or codes: sign-ins wait until ${new Date(user.locked_until).toLocaleTimeString()}.`
+      : '';
+    byId('user-unlock').hidden = user.locked_until === null;
+    // An invite makes an account's first passkey: only for an account without second factors.
+    byId('user-invite').hidden = user.mfa_enabled;
     byId('user-facts').textContent = [
       user.email ?? 'no email address',
       user.mfa_enabled ? 'MFA on' : 'MFA off',
@@ -219,6 +243,14 @@ export function createUsersView(
     );
   }
 
+  /** The invite link, shown this once, with a button that copies it. */
+  function showInvite(url: string): void {
+    const box = byId('user-invite-box');
+    byId<HTMLInputElement>('user-invite-url').value = url;
+    box.hidden = false;
+    byId('user-invite-url').focus();
+  }
+
   function listOrNone(id: string, items: HTMLElement[], none: string): void {
     byId(id).replaceChildren(...(items.length > 0 ? items : [el('li', { class: 'hint' }, none)]));
   }
@@ -245,8 +277,9 @@ export function createUsersView(
     const user = shown;
     const action = pending;
     if (!user || !action) return;
+    let answer: unknown;
     try {
-      await ACTIONS[action].call(api, user.id);
+      answer = await ACTIONS[action].call(api, user.id);
     } catch (error) {
       if (!hooks.refused(error, { userId: user.id, action })) warn(hooks.describe(error), confirmBox);
       return;
@@ -261,6 +294,7 @@ export function createUsersView(
     }
     await openUser(user.id);
     say(ACTIONS[action].done(user.username), detail);
+    if (action === 'invite') showInvite((answer as { invite_url: string }).invite_url);
   }
 
   form.addEventListener('submit', (event) => {
@@ -280,6 +314,16 @@ export function createUsersView(
     opening.addEventListener('click', () => ask(action, opening));
   }
   confirmYes.addEventListener('click', () => void whileBusy(confirmBox, carryOut));
+  byId('user-invite-copy').addEventListener('click', () => {
+    const url = byId<HTMLInputElement>('user-invite-url');
+    navigator.clipboard.writeText(url.value).then(
+      () => say('The link is copied.', url),
+      () => {
+        url.select();
+        warn('The link could not be copied: it is selected, copy it yourself.', url);
+      },
+    );
+  });
   byId('user-confirm-no').addEventListener('click', closeConfirm);
   closeOnEscape(confirmBox, closeConfirm);
 
