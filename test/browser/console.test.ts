@@ -39,9 +39,12 @@ async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
   return { context, page };
 }
 
-/** The admin API's 401 and 403, which the console answers by signing in again or saying why. */
+/** The admin API's refusals, which the console answers by signing in again or saying why. */
 function isExpectedRefusal(message: ConsoleMessage): boolean {
-  return /the server responded with a status of 40[13]/.test(message.text());
+  return (
+    /the server responded with a status of 4\d\d/.test(message.text()) &&
+    new URL(message.location().url, stack.origin).pathname.startsWith('/admin/')
+  );
 }
 
 const consoleUrl = () => `${stack.origin}/admin/console/`;
@@ -194,6 +197,60 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
       /\d+ succeeded, [1-9]\d* refused, 0 throttled/,
     );
     await screenshots(page, 'console-sign-ins');
+  });
+
+  test('clients: one created (its secret shown once), edited, its secret rotated; a bad redirect URI is refused at the form', async () => {
+    await page.getByRole('link', { name: 'Clients' }).click();
+    await page.getByRole('heading', { name: 'Clients', level: 1 }).waitFor();
+    await page.locator('#client-list tr', { hasText: 'Operators’ console' }).getByText('built in').waitFor();
+    await button(page, 'New client').click();
+    assert.equal(await focusedId(page), 'client-name');
+    await page.getByLabel('Name', { exact: true }).fill('Payroll');
+    await page.getByLabel('Redirect URIs').fill('http://payroll.example.com/callback');
+    await button(page, 'Create the client').click();
+    await notice(page, 'alert', /redirect_uris/i);
+    await page.getByLabel('Redirect URIs').fill('https://payroll.example.com/callback\nhttp://127.0.0.1/callback');
+    await button(page, 'Create the client').click();
+    await notice(page, 'status', 'Payroll is created.');
+    const secret = await page.locator('#client-secret').inputValue();
+    assert.match(secret, /^[A-Za-z0-9_-]{20,}$/);
+    const row = page.locator('#client-list tr', { hasText: 'Payroll' });
+    const clientId = (await row.locator('td.id').textContent()) ?? '';
+    await screenshots(page, 'console-clients');
+
+    await row.getByRole('button', { name: 'Edit Payroll' }).click();
+    assert.equal(
+      await page.getByLabel('Redirect URIs').inputValue(),
+      'https://payroll.example.com/callback\nhttp://127.0.0.1/callback',
+    );
+    await page.getByLabel('Second factor', { exact: true }).selectOption('required');
+    await page.getByLabel('Days a browser may skip the second step').fill('30');
+    await screenshots(page, 'console-client-form');
+    await button(page, 'Save the changes').click();
+    await notice(page, 'status', 'Payroll is saved.');
+    const saved = await expectStatus(service.call(`/admin/clients/${clientId}`, { token: ADMIN_TOKEN }), 200);
+    assert.equal(saved.mfa_policy, 'required');
+    assert.equal(saved.remember_device_days, 30);
+    assert.deepEqual(saved.redirect_uris, ['https://payroll.example.com/callback', 'http://127.0.0.1/callback']);
+
+    await page.locator('#client-list tr', { hasText: 'Payroll' }).getByRole('button', { name: 'Edit Payroll' }).click();
+    await button(page, 'Rotate the secret').click();
+    await page.keyboard.press('Escape');
+    assert.equal(await focusedId(page), 'client-rotate');
+    await button(page, 'Rotate the secret').click();
+    await button(page, 'Yes, rotate Payroll’s secret').click();
+    await notice(page, 'status', 'Payroll has a new secret; the old one no longer works.');
+    const rotated = await page.locator('#client-secret').inputValue();
+    assert.notEqual(rotated, secret);
+    const basic = (pair: string) => `Basic ${Buffer.from(pair).toString('base64')}`;
+    const introspect = (pair: string) =>
+      service.call('/mfa/oauth2/introspect/', {
+        method: 'POST',
+        headers: { authorization: basic(pair), 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'token=nothing',
+      });
+    assert.equal((await introspect(`${clientId}:${secret}`)).status, 401, 'the old secret');
+    assert.equal((await introspect(`${clientId}:${rotated}`)).status, 200, 'the new secret');
   });
 
   test('a user locked out by wrong passwords is unlocked', async () => {

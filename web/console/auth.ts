@@ -18,12 +18,14 @@ export type Landing =
   | { kind: 'redirecting' };
 
 const here = new URL('./', location.href);
+/** The console's own client: its address (src/oauth/console-client.ts). */
+export const consoleClientId = here.href;
 /** The console is served at <issuer>/admin/console/. */
 export const issuer = new URL('../../', here).href.replace(/\/$/, '');
 
 const manager = new UserManager({
   authority: issuer,
-  client_id: here.href,
+  client_id: consoleClientId,
   redirect_uri: here.href,
   post_logout_redirect_uri: here.href,
   response_type: 'code',

@@ -6,12 +6,13 @@ import { byId } from '../shared/dom.js';
 import { describeError } from '../shared/messages.js';
 import { clearNotices } from '../shared/notices.js';
 import { type ConsoleApi, createConsoleApi, refusalOf } from './api.js';
-import { land, type Resume, signIn, signOut } from './auth.js';
+import { consoleClientId, land, type Resume, signIn, signOut } from './auth.js';
+import { createClientsView } from './clients.js';
 import { createSignInsView } from './sign-ins.js';
 import { createSmsView } from './sms.js';
 import { createUsersView, type UserAction } from './users.js';
 
-const VIEWS = ['users', 'sms', 'sign-ins'] as const;
+const VIEWS = ['users', 'sms', 'sign-ins', 'clients'] as const;
 type View = (typeof VIEWS)[number];
 
 const gate = byId('gate');
@@ -85,7 +86,13 @@ function open(api: ConsoleApi, username: string, resume: Resume | undefined) {
   });
   const sms = createSmsView(api, { refused: (error) => refused(error), describe });
   const signIns = createSignInsView(api);
-  const shows: Record<View, () => Promise<void>> = { users: users.start, sms: sms.show, 'sign-ins': signIns.show };
+  const clients = createClientsView(api, { refused: (error) => refused(error), describe, consoleClientId });
+  const shows: Record<View, () => Promise<void>> = {
+    users: users.start,
+    sms: sms.show,
+    'sign-ins': signIns.show,
+    clients: clients.show,
+  };
 
   /** The view the address names (#users by default), its data read afresh. */
   async function route(focus: boolean): Promise<void> {

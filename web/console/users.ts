@@ -4,6 +4,7 @@
 import { byId, closeOnEscape, el, timeAgo, whileBusy } from '../shared/dom.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { ConsoleApi } from './api.js';
+import { copyOnClick } from './copy-field.js';
 
 interface UserSummary {
   id: string;
@@ -314,16 +315,7 @@ export function createUsersView(
     opening.addEventListener('click', () => ask(action, opening));
   }
   confirmYes.addEventListener('click', () => void whileBusy(confirmBox, carryOut));
-  byId('user-invite-copy').addEventListener('click', () => {
-    const url = byId<HTMLInputElement>('user-invite-url');
-    navigator.clipboard.writeText(url.value).then(
-      () => say('The link is copied.', url),
-      () => {
-        url.select();
-        warn('The link could not be copied: it is selected, copy it yourself.', url);
-      },
-    );
-  });
+  copyOnClick('user-invite-copy', 'user-invite-url', 'link');
   byId('user-confirm-no').addEventListener('click', closeConfirm);
   closeOnEscape(confirmBox, closeConfirm);
 
