@@ -461,6 +461,22 @@ export const UserDetail = Type.Object({
   ),
 });
 
+/** CONTRACT §21: the signing keys, public facts only. */
+export const SigningKeyList = Type.Object({
+  keys: Type.Array(
+    Type.Object({
+      kid: Type.String(),
+      alg: Type.String(),
+      created_at: Type.String({ format: 'date-time' }),
+      state: Type.String({
+        description:
+          'active (the newest of its alg: it signs), published (in the JWKS while tokens it signed may live) or retired',
+      }),
+    }),
+    { description: 'newest first' },
+  ),
+});
+
 export const CountryParams = Type.Object({
   country: Type.String({ pattern: '^[A-Z]{2}$', description: 'an ISO 3166 country code in capitals, e.g. "US"' }),
 });

@@ -253,6 +253,21 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
     assert.equal((await introspect(`${clientId}:${rotated}`)).status, 200, 'the new secret');
   });
 
+  test('signing keys: listed with what each does; rotated after a confirmation', async () => {
+    await page.getByRole('link', { name: 'Signing keys' }).click();
+    await page.getByRole('heading', { name: 'Signing keys', level: 1 }).waitFor();
+    const signing = page.locator('#key-list tr', { hasText: 'Signs' });
+    await signing.nth(2).waitFor();
+    const before = await page.locator('#key-list tr').count();
+    await button(page, 'Rotate the keys').click();
+    await button(page, 'Yes, rotate the keys').click();
+    await notice(page, 'status', /^New keys sign from now on/);
+    assert.equal(await page.locator('#key-list tr').count(), before + 3);
+    assert.equal(await signing.count(), 3);
+    assert.equal(await page.locator('#key-list tr', { hasText: 'Published' }).count(), 3);
+    await screenshots(page, 'console-signing-keys');
+  });
+
   test('a user locked out by wrong passwords is unlocked', async () => {
     for (let attempt = 0; attempt < 5; attempt += 1) await service.login('tina', 'not her password');
     assert.equal((await service.login('tina', PASSWORD)).status, 429);

@@ -240,6 +240,22 @@ describe('what the console reads and changes, for scripts too (CONTRACT §21)', 
     assert.equal((await expectStatus(admin('users/no-such-user/unlock', { method: 'POST' }), 404)).error, 'not_found');
   });
 
+  test('GET /admin/signing-keys: every key, newest first, what it does; after a rotation the old ones stay published', async () => {
+    const before = await expectStatus(admin('signing-keys', { token: await operator.token() }), 200);
+    type Key = { kid: string; alg: string; state: string };
+    const algs = (keys: Key[]) => keys.map((key) => key.alg).sort();
+    const active = (keys: Key[]) => keys.filter((key) => key.state === 'active');
+    assert.deepEqual(algs(active(before.keys)), ['ES256', 'EdDSA', 'RS256']);
+    const { kid } = await expectStatus(admin('signing-keys', { method: 'POST', token: await operator.token() }), 201);
+    const after = await expectStatus(admin('signing-keys'), 200);
+    assert.equal(after.keys[0].kid, kid, 'newest first');
+    assert.deepEqual(algs(active(after.keys)), ['ES256', 'EdDSA', 'RS256']);
+    for (const old of active(before.keys)) {
+      assert.equal(after.keys.find((key: Key) => key.kid === old.kid).state, 'published');
+    }
+    for (const key of after.keys) assert.deepEqual(Object.keys(key).sort(), ['alg', 'created_at', 'kid', 'state']);
+  });
+
   test('GET /admin/sms/countries and POST …/:country/resume: a paused country sends again; resuming twice is 409', async () => {
     await addSmsSends(service, 'FR', 2, 30);
     await addSmsSends(service, 'FR', 0, 90);

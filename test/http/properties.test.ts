@@ -207,6 +207,7 @@ const ENDPOINTS: readonly Endpoint[] = [
   endpoint('GET', '/admin/stats/sign-ins', 'admin'),
   endpoint('GET', '/admin/users/:id', 'admin'),
   endpoint('GET', '/admin/sms/countries', 'admin'),
+  endpoint('GET', '/admin/signing-keys', 'admin'),
   ADMIN_END_SESSIONS,
   ADMIN_UNLOCK_USER,
   ADMIN_RESUME_COUNTRY,

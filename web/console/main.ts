@@ -9,10 +9,11 @@ import { type ConsoleApi, createConsoleApi, refusalOf } from './api.js';
 import { consoleClientId, land, type Resume, signIn, signOut } from './auth.js';
 import { createClientsView } from './clients.js';
 import { createSignInsView } from './sign-ins.js';
+import { createSigningKeysView } from './signing-keys.js';
 import { createSmsView } from './sms.js';
 import { createUsersView, type UserAction } from './users.js';
 
-const VIEWS = ['users', 'sms', 'sign-ins', 'clients'] as const;
+const VIEWS = ['users', 'sms', 'sign-ins', 'clients', 'signing-keys'] as const;
 type View = (typeof VIEWS)[number];
 
 const gate = byId('gate');
@@ -92,6 +93,7 @@ function open(api: ConsoleApi, username: string, resume: Resume | undefined) {
     sms: sms.show,
     'sign-ins': signIns.show,
     clients: clients.show,
+    'signing-keys': createSigningKeysView(api, { refused: (error) => refused(error), describe }).show,
   };
 
   /** The view the address names (#users by default), its data read afresh. */

@@ -26,6 +26,7 @@ import {
   SecurityEvents,
   SetPasswordBody,
   SigningKeyCreated,
+  SigningKeyList,
   UpdateClientBody,
   UserIdParams,
   UserLookupQuery,
@@ -252,6 +253,19 @@ export function adminRoutes(
       reply
         .code(201)
         .send({ client_id: request.params.id, client_secret: await clients.rotateSecret(request.params.id) }),
+  );
+
+  app.get(
+    '/admin/signing-keys',
+    { schema: { response: { 200: SigningKeyList, 401: ErrorBody } }, onRequest: requireAdmin },
+    async () => ({
+      keys: (await keys.listKeys()).map((key) => ({
+        kid: key.kid,
+        alg: key.alg,
+        created_at: key.createdAt.toISOString(),
+        state: key.state,
+      })),
+    }),
   );
 
   app.post(
