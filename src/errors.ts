@@ -38,6 +38,7 @@ export type ErrorCode =
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'country_not_paused'
+  | 'delivery_pending'
   | 'sms_rate_limited'
   | 'sms_country_paused'
   | 'invalid_phone_number'

@@ -567,6 +567,15 @@ export const WebhookList = Type.Object({ webhooks: Type.Array(WebhookEndpointBod
 
 export const WebhookIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
+export const DeliveryParams = Type.Object({
+  id: Type.String({ maxLength: 100 }),
+  event_id: Type.String({
+    maxLength: 100,
+    pattern: '^[^\\u0000]+$',
+    description: 'the event_id of GET /admin/webhooks/{id}/deliveries',
+  }),
+});
+
 export const WebhookDeliveries = Type.Object({
   deliveries: Type.Array(
     Type.Object({

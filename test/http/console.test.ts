@@ -17,13 +17,14 @@ import {
 } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 import { SignInBrowser } from '../support/sign-in-browser.js';
+import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 let provider: Provider;
 let service: Service;
 
 before(async () => {
   ensureBuilt();
-  provider = await startProvider();
+  provider = await startProvider({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
   service = provider.service;
 });
 after(() => provider.close());
@@ -254,6 +255,46 @@ describe('what the console reads and changes, for scripts too (CONTRACT §21)', 
       assert.equal(after.keys.find((key: Key) => key.kid === old.kid).state, 'published');
     }
     for (const key of after.keys) assert.deepEqual(Object.keys(key).sort(), ['alg', 'created_at', 'kid', 'state']);
+  });
+
+  test('POST /admin/webhooks/:id/deliveries/:event_id/redeliver sends a done delivery again, as it was; 409 while pending', async () => {
+    const receiver = await startWebhookReceiver();
+    // The second request (the redelivery) hangs: the delivery is being attempted meanwhile.
+    receiver.answerWith((_webhook, count) => (count === 2 ? 'hang' : 204));
+    try {
+      const endpoint = await expectStatus(
+        admin('webhooks', { method: 'POST', body: { url: `${receiver.url}/ops`, events: ['operator.action'] } }),
+        201,
+      );
+      const someone = await service.createUser('redelivered', PASSWORD);
+      const token = await operator.token();
+      await expectStatus(admin(`users/${someone}/unlock`, { method: 'POST', token }), 204);
+      const [first] = await receiver.waitFor('/ops', 1);
+      const deliveries = async () =>
+        (await expectStatus(admin(`webhooks/${endpoint.id}/deliveries`), 200)).deliveries as {
+          event_id: string;
+          status: string;
+        }[];
+      await eventually(async () => (await deliveries())[0]?.status === 'succeeded');
+      const [done] = await deliveries();
+      assert.equal(done?.event_id, first?.headers['webhook-id']);
+
+      const path = `webhooks/${endpoint.id}/deliveries/${done?.event_id}/redeliver`;
+      await expectStatus(admin(path, { method: 'POST', token }), 204);
+      const [, again] = await receiver.waitFor('/ops', 2);
+      assert.equal(again?.headers['webhook-id'], first?.headers['webhook-id']);
+      assert.equal(again?.body, first?.body);
+      const pending = await expectStatus(admin(path, { method: 'POST', token }), 409);
+      assert.equal(pending.error, 'delivery_pending');
+      const unknown = await expectStatus(
+        admin(`webhooks/${endpoint.id}/deliveries/no-such-event/redeliver`, { method: 'POST' }),
+        404,
+      );
+      assert.equal(unknown.error, 'not_found');
+      await expectStatus(admin(`webhooks/${endpoint.id}`, { method: 'DELETE' }), 204);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('GET /admin/sms/countries and POST …/:country/resume: a paused country sends again; resuming twice is 409', async () => {

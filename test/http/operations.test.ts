@@ -535,6 +535,7 @@ const EMPTY_SUCCESS = new Set([
   'DELETE /admin/users/:id/mfa',
   'DELETE /admin/users/:id/sessions',
   'POST /admin/users/:id/unlock',
+  'POST /admin/webhooks/:id/deliveries/:event_id/redeliver',
   'POST /admin/sms/countries/:country/resume',
   'DELETE /mfa/factors/:id/',
   'DELETE /admin/webhooks/:id',

@@ -21,6 +21,7 @@ import {
   CreatedWebhook,
   CreateUserBody,
   CreateWebhookBody,
+  DeliveryParams,
   ErrorBody,
   InviteCreated,
   SecurityEvents,
@@ -322,6 +323,18 @@ export function adminRoutes(
     },
     async (request, reply) => {
       await webhooks.deleteEndpoint(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/admin/webhooks/:id/deliveries/:event_id/redeliver',
+    {
+      schema: { params: DeliveryParams, response: { 204: {}, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await webhooks.redeliver(request.params.id, request.params.event_id);
       return reply.code(204).send();
     },
   );
