@@ -11,6 +11,7 @@ import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLoc
 import { addSmsSends, grantOperator, pauseCountry, signInAtHostedPage } from '../support/console.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
+import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
 let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
 let service: Service;
@@ -18,7 +19,8 @@ let browser: Browser;
 const problems: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
+  // The webhook receiver listens on 127.0.0.1.
+  stack = await startServiceOnLocalhost({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
   service = stack.service;
   browser = await launchChromium();
 });
@@ -251,6 +253,48 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
       });
     assert.equal((await introspect(`${clientId}:${secret}`)).status, 401, 'the old secret');
     assert.equal((await introspect(`${clientId}:${rotated}`)).status, 200, 'the new secret');
+  });
+
+  test('webhooks: an endpoint added (its secret shown once), its deliveries, one sent again, the endpoint removed', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Webhooks', level: 1 }).waitFor();
+      await page.getByLabel('URL', { exact: true }).fill(`${receiver.url}/console`);
+      await page.getByLabel('Events', { exact: true }).fill('mfa.reset_by_operator');
+      await button(page, 'Add the endpoint').click();
+      await notice(page, 'status', `${receiver.url}/console is added.`);
+      assert.match(await page.locator('#webhook-secret').inputValue(), /^whsec_/);
+
+      const tim = await expectStatus(service.call('/admin/users?username=tim', { token: ADMIN_TOKEN }), 200);
+      await expectStatus(service.call(`/admin/users/${tim.id}/mfa`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+      const [first] = await receiver.waitFor('/console', 1);
+      const { webhooks } = await expectStatus(service.call('/admin/webhooks', { token: ADMIN_TOKEN }), 200);
+      const endpointId = webhooks.find((one: { url: string }) => one.url === `${receiver.url}/console`).id;
+      await eventually(async () => {
+        const { deliveries } = await expectStatus(
+          service.call(`/admin/webhooks/${endpointId}/deliveries`, { token: ADMIN_TOKEN }),
+          200,
+        );
+        return deliveries[0]?.status === 'succeeded';
+      });
+      await button(page, `Deliveries to ${receiver.url}/console`).click();
+      await page.getByRole('heading', { name: `Deliveries to ${receiver.url}/console` }).waitFor();
+      const row = page.locator('#webhook-delivery-list tr', { hasText: 'mfa.reset_by_operator' });
+      assert.match((await row.textContent()) ?? '', /Delivered \(204\)/);
+      await screenshots(page, 'console-webhooks');
+      await row.getByRole('button', { name: /^Send again/ }).click();
+      await notice(page, 'status', 'The mfa.reset_by_operator event is sent again within moments.');
+      const [, again] = await receiver.waitFor('/console', 2);
+      assert.equal(again?.headers['webhook-id'], first?.headers['webhook-id']);
+
+      await button(page, `Remove ${receiver.url}/console`).click();
+      await button(page, 'Yes, remove it').click();
+      await notice(page, 'status', `${receiver.url}/console is removed.`);
+      assert.equal(await page.locator('#webhook-deliveries').isHidden(), true);
+    } finally {
+      await receiver.close();
+    }
   });
 
   test('signing keys: listed with what each does; rotated after a confirmation', async () => {

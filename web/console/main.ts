@@ -12,8 +12,9 @@ import { createSignInsView } from './sign-ins.js';
 import { createSigningKeysView } from './signing-keys.js';
 import { createSmsView } from './sms.js';
 import { createUsersView, type UserAction } from './users.js';
+import { createWebhooksView } from './webhooks.js';
 
-const VIEWS = ['users', 'sms', 'sign-ins', 'clients', 'signing-keys'] as const;
+const VIEWS = ['users', 'sms', 'sign-ins', 'clients', 'webhooks', 'signing-keys'] as const;
 type View = (typeof VIEWS)[number];
 
 const gate = byId('gate');
@@ -93,6 +94,7 @@ function open(api: ConsoleApi, username: string, resume: Resume | undefined) {
     sms: sms.show,
     'sign-ins': signIns.show,
     clients: clients.show,
+    webhooks: createWebhooksView(api, { refused: (error) => refused(error), describe }).show,
     'signing-keys': createSigningKeysView(api, { refused: (error) => refused(error), describe }).show,
   };
 
