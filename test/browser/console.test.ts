@@ -346,6 +346,23 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
   });
 });
 
+describe('signing out', () => {
+  test('Sign out ends the browser’s session: the console says so, and the next visit asks again', async () => {
+    const sam = await createTotpUser(service, 'sam');
+    await grantOperator(service, 'sam');
+    const { context, page } = await freshPage();
+    await page.goto(consoleUrl());
+    await signInAtHostedPage(page, 'sam', sam.code);
+    await page.getByRole('heading', { name: 'Users', level: 1 }).waitFor();
+    await button(page, 'Sign out').click();
+    await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
+    assert.equal(await page.locator('#nav').isHidden(), true);
+    await button(page, 'Sign in again').click();
+    await page.getByText('Sign in to continue to Operators’ console.').waitFor();
+    await context.close();
+  });
+});
+
 describe('who gets nothing', () => {
   test('a user who is not an operator sees why, and no data', async () => {
     const nina = await createTotpUser(service, 'nina');

@@ -82,5 +82,6 @@ export function signIn(resume: Resume, how: { fresh?: boolean; strong?: boolean 
 
 /** RP-initiated logout: ends the browser's session at the service, then comes back signed out. */
 export function signOut(): Promise<void> {
-  return manager.signoutRedirect();
+  // State data, so that the library sends a state: it is how the page knows it came back signed out.
+  return manager.signoutRedirect({ state: { view: location.hash } });
 }

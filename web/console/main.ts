@@ -24,7 +24,7 @@ let gateResume: { resume: Resume; how: { strong?: boolean } } = { resume: { view
 let signedInAcr: unknown;
 
 /** Shows only the gate: a sentence on why there is nothing else, and what to do. */
-function closeGate(
+function showGate(
   title: string,
   text: string,
   options: { signInAgain?: { strong?: boolean }; account?: boolean } = {},
@@ -66,10 +66,10 @@ function refused(error: unknown, resume?: Resume): boolean {
       void signIn(resume ?? { view: location.hash }, { fresh: true });
       return true;
     case 'not-operator':
-      closeGate(...NOT_OPERATOR);
+      showGate(...NOT_OPERATOR);
       return true;
     case 'second-factor':
-      closeGate(...NEEDS_SECOND_FACTOR, { signInAgain: { strong: true }, account: true });
+      showGate(...NEEDS_SECOND_FACTOR, { signInAgain: { strong: true }, account: true });
       return true;
     default:
       return false;
@@ -86,16 +86,14 @@ function open(api: ConsoleApi, username: string, resume: Resume | undefined) {
     refused: (error, change) => refused(error, change && { view: '#users', ...change }),
     describe,
   });
-  const sms = createSmsView(api, { refused: (error) => refused(error), describe });
-  const signIns = createSignInsView(api);
-  const clients = createClientsView(api, { refused: (error) => refused(error), describe, consoleClientId });
+  const hooks = { refused: (error: unknown) => refused(error), describe };
   const shows: Record<View, () => Promise<void>> = {
     users: users.start,
-    sms: sms.show,
-    'sign-ins': signIns.show,
-    clients: clients.show,
-    webhooks: createWebhooksView(api, { refused: (error) => refused(error), describe }).show,
-    'signing-keys': createSigningKeysView(api, { refused: (error) => refused(error), describe }).show,
+    sms: createSmsView(api, hooks).show,
+    'sign-ins': createSignInsView(api).show,
+    clients: createClientsView(api, { ...hooks, consoleClientId }).show,
+    webhooks: createWebhooksView(api, hooks).show,
+    'signing-keys': createSigningKeysView(api, hooks).show,
   };
 
   /** The view the address names (#users by default), its data read afresh. */
@@ -114,7 +112,7 @@ function open(api: ConsoleApi, username: string, resume: Resume | undefined) {
     try {
       await shows[name]();
     } catch (error) {
-      if (!refused(error)) closeGate('The console could not load', describe(error), { signInAgain: {} });
+      if (!refused(error)) showGate('The console could not load', describe(error), { signInAgain: {} });
     }
   }
 
@@ -136,13 +134,13 @@ async function start(): Promise<void> {
     case 'redirecting':
       return;
     case 'signed-out':
-      closeGate('You are signed out', 'Sign in to use the console again.', { signInAgain: {} });
+      showGate('You are signed out', 'Sign in to use the console again.', { signInAgain: {} });
       return;
     case 'refused':
       if (landing.error === 'unmet_authentication_requirements') {
-        closeGate(...NEEDS_SECOND_FACTOR, { signInAgain: { strong: true }, account: true });
+        showGate(...NEEDS_SECOND_FACTOR, { signInAgain: { strong: true }, account: true });
       } else {
-        closeGate('The sign-in did not finish', landing.description || landing.error, { signInAgain: {} });
+        showGate('The sign-in did not finish', landing.description || landing.error, { signInAgain: {} });
       }
       return;
     case 'signed-in': {
@@ -153,4 +151,4 @@ async function start(): Promise<void> {
   }
 }
 
-start().catch((error) => closeGate('The console could not start', describe(error), { signInAgain: {} }));
+start().catch((error) => showGate('The console could not start', describe(error), { signInAgain: {} }));
