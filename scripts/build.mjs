@@ -22,8 +22,11 @@ if (existsSync('dist/main.js') && statSync('dist/main.js').mtimeMs > Math.max(..
   process.exit(0);
 }
 
-/** The browser pages: each is web/<name>/ (index.html and main.ts), served at /<name>/ from dist/<name>/. */
-const PAGES = ['account', 'sign-in'];
+/**
+ * The browser pages: each is web/<name>/ (index.html and main.ts), served from dist/<name>/ at
+ * /<name>/ (the console at /admin/console/).
+ */
+const PAGES = ['account', 'sign-in', 'console'];
 
 // Built beside dist/ and then swapped in, so dist/ is never half written.
 const staging = `dist.${process.pid}`;
@@ -52,7 +55,8 @@ renameSync(staging, 'dist');
 rmSync(previous, { recursive: true, force: true });
 
 /**
- * One page: its script (web/<page>/main.ts) and the shared style sheet bundled by esbuild, the shared
+ * One page: its script (web/<page>/main.ts) and the shared style sheet (or the page's own
+ * web/<page>/style.css, which imports the shared one) bundled by esbuild, the shared
  * icon copied, every file named by a hash of its content (served with a year-long immutable cache),
  * and index.html written from web/<page>/index.html with those names and the Subresource Integrity
  * hashes of the script and style sheet (the HTML itself is never cached). Each page gets its own
@@ -61,7 +65,10 @@ rmSync(previous, { recursive: true, force: true });
 async function buildPage(page, outdir) {
   const assets = join(outdir, 'assets');
   const result = await build({
-    entryPoints: [`web/${page}/main.ts`, 'web/shared/style.css'],
+    entryPoints: [
+      `web/${page}/main.ts`,
+      existsSync(`web/${page}/style.css`) ? `web/${page}/style.css` : 'web/shared/style.css',
+    ],
     outdir: assets,
     entryNames: '[name]-[hash]',
     bundle: true,

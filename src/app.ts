@@ -39,6 +39,7 @@ import { createRememberedDevices } from './logins/remembered-devices.js';
 import { createSessions } from './logins/sessions.js';
 import { createSignInSessions } from './logins/sign-in-sessions.js';
 import { createStepUp } from './logins/step-up.js';
+import { createUserThrottles } from './logins/user-throttles.js';
 import { createConsoleMailSender } from './mail/console-sender.js';
 import { createSmtpSender } from './mail/smtp-sender.js';
 import { createMetrics } from './metrics/metrics.js';
@@ -59,6 +60,7 @@ import { createSecurityNotices } from './notices/security-notices.js';
 import { createAccessTokens } from './oauth/access-tokens.js';
 import { createAuthorizationCodes } from './oauth/authorization-codes.js';
 import { createClients } from './oauth/clients.js';
+import { CONSOLE_PATH, consoleClientOf } from './oauth/console-client.js';
 import { createHostedSignIn } from './oauth/hosted-sign-in.js';
 import { createIdTokens } from './oauth/id-tokens.js';
 import { createIntrospection } from './oauth/introspection.js';
@@ -105,7 +107,9 @@ export interface AppDeps {
 }
 
 /** The browser pages, each built from web/<name>/ into dist/<name>/ and served at /<name>/. */
-const PAGE_NAMES = ['account', 'sign-in'] as const;
+const PAGE_NAMES = ['account', 'sign-in', 'console'] as const;
+/** Where a page is served when not at /<name>/. */
+const PAGE_PATHS: Partial<Record<(typeof PAGE_NAMES)[number], string>> = { console: CONSOLE_PATH };
 
 /** Paths the logger blanks, should anything ever put them in a log line. */
 const REDACTED = [
@@ -219,6 +223,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const limiter = createAttemptLimiter({ store, clock });
   const throttle = createLoginThrottle({ limiter, audit, throttleKey: deriveKey(hashSecret, 'login-throttle') });
   const guesses = createGuessBudget({ limiter, audit });
+  const userThrottles = createUserThrottles({
+    limiter,
+    usernameScope: throttle.usernameScope,
+    guessScopes: guesses.scopesOf,
+  });
   // Every kind of second factor, by type: the password grant reaches them only through this map.
   const sms = createSmsFactor({
     store,
@@ -330,7 +339,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     if (!request.operator || request.method === 'GET' || request.method === 'HEAD' || reply.statusCode >= 400) {
       return payload;
     }
-    const target = (request.params as { id?: unknown } | undefined)?.id;
+    const params = request.params as { id?: unknown; country?: unknown } | undefined;
+    const target = params?.id ?? params?.country;
     await audit.record('operator_action', 'succeeded', {
       userId: request.operator.userId,
       context: contextOf(request),
@@ -348,7 +358,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       const page = loadPage(dir);
       if (!page) {
         rootLogger.warn(
-          `the ${name} page is not built (no ${dir ?? `dist/${name} beside a package.json`}/index.html): /${name}/ answers 503; run npm run build`,
+          `the ${name} page is not built (no ${dir ?? `dist/${name} beside a package.json`}/index.html): ${PAGE_PATHS[name] ?? `/${name}/`} answers 503; run npm run build`,
         );
       }
       return [name, page];
@@ -357,6 +367,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const stylesheetName = [...(pages['sign-in']?.assets.keys() ?? [])].find((name) => name.endsWith('.css'));
 
   // OpenID Connect (CONTRACT §18): the browser's sign-in session, codes, ID tokens, the hosted sign-in.
+  // The operators' console is a client of it, written at every start (CONTRACT §21).
+  await store.clients.putClient(consoleClientOf(config.issuer), clock.now());
   const csrfKey = deriveKey(hashSecret, 'browser-flow-csrf');
   const idTokens = createIdTokens({ keys, clock, issuer: config.issuer, ttlSeconds: config.accessTokenTtlSeconds });
   const signInSessions = createSignInSessions({
@@ -458,7 +470,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
-  operatorViewRoutes(app, { store, clock, requireAdmin });
+  operatorViewRoutes(app, { store, clock, countries, userThrottles, requireAdmin });
   inviteRoutes(app, { invites: inviteRedemption });
   await app.register(cookie);
   registerCors(app, {
@@ -498,7 +510,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     registry,
     requireMetricsToken: createRequireMetricsToken(config.metricsToken),
   });
-  for (const name of PAGE_NAMES) pageRoutes(app, { name, page: pages[name] });
+  for (const name of PAGE_NAMES) pageRoutes(app, { name, page: pages[name], path: PAGE_PATHS[name] });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.

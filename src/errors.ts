@@ -40,6 +40,8 @@ export type ErrorCode =
   | 'mail_unavailable'
   // SMS delivery and its limits
   | 'sms_cooldown'
+  | 'country_not_paused'
+  | 'delivery_pending'
   | 'sms_rate_limited'
   | 'sms_country_paused'
   | 'invalid_phone_number'

@@ -38,6 +38,8 @@ const STATUS: Record<ErrorCode, number> = {
   too_many_factors: 409,
   too_few_passkeys: 409,
   no_password: 409,
+  country_not_paused: 409,
+  delivery_pending: 409,
   weak_password: 400,
   email_cooldown: 429,
   email_rate_limited: 429,

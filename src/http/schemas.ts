@@ -424,26 +424,106 @@ export const UserSummary = Type.Object({ id: Type.String(), username: Type.Strin
 /** CONTRACT §21: the console's user search, a page at a time. */
 export const UserSearchQuery = Type.Object({
   q: Type.Optional(
-    Type.String({ maxLength: 150, description: 'the start of the username (any case); none: everyone' }),
+    Type.String({
+      maxLength: 320,
+      description: 'the start of the username, or with an @ the start of the email address (any case); none: everyone',
+    }),
   ),
   after: Type.Optional(
-    Type.String({ maxLength: 150, description: 'the next_after of the previous page, for the page after it' }),
+    Type.String({ maxLength: 320, description: 'the next_after of the previous page, for the page after it' }),
   ),
   // Query strings stay strings (no coercion): whole numbers are checked by their digits.
   limit: Type.Optional(Type.String({ pattern: '^(100|[1-9][0-9]?)$', description: 'users per page, 1 to 100 (20)' })),
 });
 
+const UserSummaryFields = {
+  id: Type.String(),
+  username: Type.String(),
+  email: Type.Optional(Type.String()),
+  mfa_enabled: Type.Boolean(),
+  is_operator: Type.Boolean(),
+  created_at: Type.String({ format: 'date-time' }),
+};
+
 export const UserSearchPage = Type.Object({
-  users: Type.Array(
+  users: Type.Array(Type.Object(UserSummaryFields)),
+  next_after: Type.Optional(Type.String({ description: 'present when there may be more: send it as `after`' })),
+});
+
+/** CONTRACT §21: one user as the console shows them. */
+export const UserDetail = Type.Object({
+  ...UserSummaryFields,
+  locked_until: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'while wrong passwords or second-factor guesses hold the user’s sign-ins back: until when',
+  }),
+  factors: Type.Array(
     Type.Object({
       id: Type.String(),
-      username: Type.String(),
-      mfa_enabled: Type.Boolean(),
-      is_operator: Type.Boolean(),
+      type: Type.String({ description: 'sms, totp or webauthn' }),
+      name: Type.String(),
+      is_default: Type.Boolean(),
       created_at: Type.String({ format: 'date-time' }),
+      last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
     }),
   ),
-  next_after: Type.Optional(Type.String({ description: 'present when there may be more: send it as `after`' })),
+  sessions: Type.Array(
+    Type.Object({
+      id: Type.String({ description: 'the login (refresh-token family)' }),
+      client_id: Type.String(),
+      client_name: Type.Union([Type.String(), Type.Null()]),
+      amr: Type.Array(Type.String()),
+      acr: Type.String(),
+      signed_in_at: Type.String({ format: 'date-time' }),
+      last_refreshed_at: Type.String({ format: 'date-time' }),
+      expires_at: Type.String({ format: 'date-time' }),
+      browser_sign_in: Type.Boolean({ description: 'true when it came through the hosted sign-in' }),
+    }),
+    { description: 'the logins that may still be refreshed, the latest first (at most 100)' },
+  ),
+  remembered_devices: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      browser: Type.String(),
+      created_at: Type.String({ format: 'date-time' }),
+      last_used_at: Type.String({ format: 'date-time' }),
+      expires_at: Type.String({ format: 'date-time' }),
+    }),
+  ),
+});
+
+/** CONTRACT §21: the signing keys, public facts only. */
+export const SigningKeyList = Type.Object({
+  keys: Type.Array(
+    Type.Object({
+      kid: Type.String(),
+      alg: Type.String(),
+      created_at: Type.String({ format: 'date-time' }),
+      state: Type.String({
+        description:
+          'active (the newest of its alg: it signs), published (in the JWKS while tokens it signed may live) or retired',
+      }),
+    }),
+    { description: 'newest first' },
+  ),
+});
+
+export const CountryParams = Type.Object({
+  country: Type.String({ pattern: '^[A-Z]{2}$', description: 'an ISO 3166 country code in capitals, e.g. "US"' }),
+});
+
+/** CONTRACT §15, §21: the enrolment SMS budgets by country, and the pauses. */
+export const SmsCountries = Type.Object({
+  countries: Type.Array(
+    Type.Object({
+      country: Type.String(),
+      sent_this_hour: Type.Integer(),
+      hourly_limit: Type.Integer(),
+      average_per_hour: Type.Number(),
+      pause_threshold: Type.Integer(),
+      paused_until: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+      resumed_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    }),
+  ),
 });
 
 export const StatsQuery = Type.Object({
@@ -516,6 +596,15 @@ export const CreatedWebhook = Type.Composite([WebhookEndpointBody, Type.Object({
 export const WebhookList = Type.Object({ webhooks: Type.Array(WebhookEndpointBody) });
 
 export const WebhookIdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
+
+export const DeliveryParams = Type.Object({
+  id: Type.String({ maxLength: 100 }),
+  event_id: Type.String({
+    maxLength: 100,
+    pattern: '^[^\\u0000]+$',
+    description: 'the event_id of GET /admin/webhooks/{id}/deliveries',
+  }),
+});
 
 export const WebhookDeliveries = Type.Object({
   deliveries: Type.Array(

@@ -157,6 +157,14 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
       );
       wakeNext(giveBack ? [forget, giveBack] : [forget]);
     },
+    /** When the last of the scopes' blocks ends, or undefined when none is blocked now. */
+    blockedUntil(scopes: string[]): Promise<Date | undefined> {
+      return store.throttle.findBlockedUntil(scopes, clock.now());
+    },
+    /** Lifts the scopes' blocks and forgets their failures (an operator's unlock). */
+    async unlock(scopes: string[]): Promise<void> {
+      await store.throttle.clearFailures(scopes);
+    },
     /** The reserved attempt was wrong: it stays counted in every scope. */
     async attemptWasWrong(scopes: LimitedScope[]): Promise<void> {
       await store.throttle.settleWrongAttempt(scopes.map(({ scope }) => scope));

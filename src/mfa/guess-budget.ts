@@ -65,7 +65,11 @@ export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter;
     }
   }
 
-  return { judgeGuess };
+  return {
+    judgeGuess,
+    /** The scopes the user's guesses are counted in. */
+    scopesOf: (userId: string) => Object.values(scopes(userId)).map(({ scope }) => scope),
+  };
 }
 
 export type GuessBudget = ReturnType<typeof createGuessBudget>;

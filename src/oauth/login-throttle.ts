@@ -34,16 +34,18 @@ export interface LoginAttempt {
  * Unknown usernames are throttled exactly like known ones, so the answer reveals nothing.
  */
 export function createLoginThrottle({ limiter, audit, throttleKey }: LoginThrottleDeps) {
+  /** The scope a username's wrong passwords are counted in. */
+  function usernameScope(username: string): string {
+    return `user:${keyedHash(throttleKey, 'login-username', foldUsername(username))}`;
+  }
+
   /**
    * Counts the attempt; throws 429 `login_throttled` (with Retry-After) while the username or
    * address must wait. `userId`: the account of that username, named in the audit event.
    */
   async function reserveLogin(username: string, context: RequestContext, userId?: string): Promise<LoginAttempt> {
     const attempt: LoginAttempt = {
-      username: {
-        scope: `user:${keyedHash(throttleKey, 'login-username', foldUsername(username))}`,
-        policy: POLICIES.username,
-      },
+      username: { scope: usernameScope(username), policy: POLICIES.username },
       address: context.clientAddress
         ? { scope: `address:${clientNetwork(context.clientAddress)}`, policy: POLICIES.address }
         : undefined,
@@ -78,7 +80,7 @@ export function createLoginThrottle({ limiter, audit, throttleKey }: LoginThrott
     await limiter.attemptWasWrong(scopesOf(attempt));
   }
 
-  return { reserveLogin, loginSucceeded, loginFailed };
+  return { reserveLogin, loginSucceeded, loginFailed, usernameScope };
 }
 
 export type LoginThrottle = ReturnType<typeof createLoginThrottle>;

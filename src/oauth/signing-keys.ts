@@ -128,14 +128,25 @@ export async function createSigningKeys({ store, clock, secretKey, accessTokenTt
    * cache delay, passes the TTL).
    */
   async function publishedKeys(): Promise<{ keys: JWK[] }> {
+    const published = (await listKeys()).filter((key) => key.state !== 'retired');
+    return { keys: published.map((key) => JSON.parse(key.publicJwk) as JWK) };
+  }
+
+  /**
+   * Every stored key, newest first, with what it does now: `active` (the newest of its algorithm:
+   * it signs), `published` (in the JWKS while tokens it signed may live), or `retired`.
+   */
+  async function listKeys(): Promise<(StoredSigningKey & { state: 'active' | 'published' | 'retired' })[]> {
     const now = clock.now().getTime();
     const graceMs = accessTokenTtlSeconds * 1000 + ACTIVE_KEY_CACHE_MS;
     const stored = await store.signingKeys.listSigningKeys();
-    const published = stored.filter((key, index) => {
+    const listed = stored.map((key, index) => {
       const successor = stored.slice(index + 1).find((later) => later.alg === key.alg);
-      return successor === undefined || successor.createdAt.getTime() + graceMs > now;
+      const state =
+        successor === undefined ? 'active' : successor.createdAt.getTime() + graceMs > now ? 'published' : 'retired';
+      return { ...key, state } as const;
     });
-    return { keys: published.reverse().map((key) => JSON.parse(key.publicJwk) as JWK) };
+    return listed.reverse();
   }
 
   /**
@@ -162,7 +173,7 @@ export async function createSigningKeys({ store, clock, secretKey, accessTokenTt
   // EdDSA first: the other algorithms' first keys are dated by it.
   await activeKey(SIGNING_ALG);
   for (const alg of DATED_BEFORE_EDDSA) await activeKey(alg);
-  return { activeKey, findVerificationKey, publishedKeys, rotate };
+  return { activeKey, findVerificationKey, publishedKeys, listKeys, rotate };
 }
 
 export type SigningKeys = Awaited<ReturnType<typeof createSigningKeys>>;

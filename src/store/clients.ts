@@ -89,6 +89,22 @@ export async function insertClient(db: Executor, client: OAuthClient, now: Date)
     .execute();
 }
 
+/** Inserts the client, or gives the one with its id these settings (a built-in client, at every start). */
+export async function putClient(db: Executor, client: OAuthClient, now: Date): Promise<void> {
+  const settings = {
+    name: client.name,
+    secret_hash: client.secretHash,
+    mfa_challenge: client.mfaChallenge,
+    ...metadataColumns(client),
+  };
+  await db
+    .insertInto('oauth_client')
+    .values({ id: client.id, created_at: now.toISOString(), ...settings })
+    // Nodes starting together: the database settles which insert wins; the others update to the same.
+    .onConflict((conflict) => conflict.column('id').doUpdateSet(settings))
+    .execute();
+}
+
 /** The client with this id, or undefined. */
 export async function findClient(db: Executor, id: string): Promise<OAuthClient | undefined> {
   // PostgreSQL text cannot hold NUL and refuses to compare with it; no row has one on either dialect.

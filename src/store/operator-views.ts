@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
-import type { Executor } from './database.js';
+import { type Selectable, sql } from 'kysely';
+import type { Executor, UserTable } from './database.js';
 
 // What the operators' console reads (CONTRACT §21), aggregated in SQL: a page of users at a time,
 // and counts per hour, never rows loaded to be counted here.
@@ -7,41 +7,106 @@ import type { Executor } from './database.js';
 export interface UserSummary {
   id: string;
   username: string;
+  email?: string;
   mfaEnabled: boolean;
   isOperator: boolean;
   createdAt: Date;
 }
 
+/** The keys from `prefix` up to the prefix with its last character raised by one ("al" up to "am"). */
+function prefixRange(prefix: string): [string, string] | undefined {
+  const [last] = [...prefix].slice(-1);
+  if (last === undefined) return undefined;
+  return [prefix, [...prefix].slice(0, -1).join('') + String.fromCodePoint((last.codePointAt(0) ?? 0) + 1)];
+}
+
 /**
  * Users whose username starts with `prefix` (any case), in username order, `limit` of them after
- * the username key `after` (the last of the previous page). Served by the unique index on
- * username_key: a page costs the same at a thousand users and at a million.
+ * the username key `after` (the last of the previous page); with `byEmail`, users whose address
+ * starts with it, in address order, after the address `after`. Each served by an index (the
+ * unique username_key, and lower(email)): a page costs the same at a thousand users and at a million.
  */
 export async function searchUsers(
   db: Executor,
-  query: { prefix: string; after?: string; limit: number },
+  query: { prefix: string; byEmail: boolean; after?: string; limit: number },
 ): Promise<UserSummary[]> {
-  const key = query.prefix.toLowerCase();
-  let select = db
-    .selectFrom('user')
-    .select(['id', 'username', 'username_key', 'mfa_enabled_at', 'is_operator', 'created_at'])
-    .orderBy('username_key')
-    .limit(query.limit);
-  // A range on the index: the keys from the prefix up to the prefix with its last character
-  // raised by one ("al" up to "am"), which every key starting with "al" sorts below.
-  const [last] = [...key].slice(-1);
-  if (last !== undefined) {
-    const upper = [...key].slice(0, -1).join('') + String.fromCodePoint((last.codePointAt(0) ?? 0) + 1);
-    select = select.where('username_key', '>=', key).where('username_key', '<', upper);
-  }
-  if (query.after !== undefined) select = select.where('username_key', '>', query.after.toLowerCase());
+  // The same expression as the index user_email_key, so that the database uses it.
+  const key = query.byEmail ? sql<string>`lower(email)` : sql<string>`username_key`;
+  let select = db.selectFrom('user').select(SUMMARY_COLUMNS).orderBy(key).limit(query.limit);
+  if (query.byEmail) select = select.where('email', 'is not', null);
+  const range = prefixRange(query.prefix.toLowerCase());
+  if (range) select = select.where(key, '>=', range[0]).where(key, '<', range[1]);
+  if (query.after !== undefined) select = select.where(key, '>', query.after.toLowerCase());
   const rows = await select.execute();
-  return rows.map((row) => ({
+  return rows.map(toSummary);
+}
+
+/** The user with this id, or undefined. */
+export async function findUserSummary(db: Executor, id: string): Promise<UserSummary | undefined> {
+  if (id.includes('\0')) return undefined; // PostgreSQL text cannot hold NUL
+  const row = await db.selectFrom('user').select(SUMMARY_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && toSummary(row);
+}
+
+const SUMMARY_COLUMNS = ['id', 'username', 'email', 'mfa_enabled_at', 'is_operator', 'created_at'] as const;
+
+function toSummary(row: Pick<Selectable<UserTable>, (typeof SUMMARY_COLUMNS)[number]>): UserSummary {
+  return {
     id: row.id,
     username: row.username,
+    ...(row.email !== null && { email: row.email }),
     mfaEnabled: row.mfa_enabled_at !== null,
     isOperator: row.is_operator === 1,
     createdAt: new Date(row.created_at),
+  };
+}
+
+/** One of a user's logins that may still be refreshed: its current refresh token's family. */
+export interface LiveLogin {
+  id: string;
+  clientId: string;
+  clientName?: string;
+  amr: string[];
+  acr: string;
+  authTime: Date;
+  lastRefreshedAt: Date;
+  expiresAt: Date;
+  isBrowserSignIn: boolean;
+}
+
+/** The user's logins whose refresh token is unspent, unrevoked and unexpired, the latest used first. */
+export async function listLiveLogins(db: Executor, userId: string, now: Date): Promise<LiveLogin[]> {
+  const rows = await db
+    .selectFrom('refresh_token')
+    .leftJoin('oauth_client', 'oauth_client.id', 'refresh_token.client_id')
+    .select([
+      'refresh_token.family_id',
+      'refresh_token.client_id',
+      'oauth_client.name',
+      'refresh_token.amr',
+      'refresh_token.acr',
+      'refresh_token.auth_time',
+      'refresh_token.created_at',
+      'refresh_token.expires_at',
+      'refresh_token.sign_in_session_id',
+    ])
+    .where('refresh_token.user_id', '=', userId)
+    .where('refresh_token.used_at', 'is', null)
+    .where('refresh_token.revoked_at', 'is', null)
+    .where('refresh_token.expires_at', '>', now.toISOString())
+    .orderBy('refresh_token.created_at', 'desc')
+    .limit(100)
+    .execute();
+  return rows.map((row) => ({
+    id: row.family_id,
+    clientId: row.client_id,
+    ...(row.name !== null && { clientName: row.name }),
+    amr: JSON.parse(row.amr) as string[],
+    acr: row.acr,
+    authTime: new Date(row.auth_time * 1000),
+    lastRefreshedAt: new Date(row.created_at),
+    expiresAt: new Date(row.expires_at),
+    isBrowserSignIn: row.sign_in_session_id !== null,
   }));
 }
 

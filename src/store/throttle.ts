@@ -261,6 +261,29 @@ function isInFlight(eb: ExpressionBuilder<Database, 'login_throttle'>, since: Da
   return eb('login_throttle.in_flight_at', '>=', since.toISOString());
 }
 
+/**
+ * An operator lifts the scopes' blocks (CONTRACT §21): their failures are forgotten, the attempts
+ * still in flight stay counted until they are settled.
+ */
+export async function clearFailures(db: Executor, scopes: string[]): Promise<void> {
+  await db
+    .updateTable('login_throttle')
+    .set((eb) => ({ failures: eb.ref('in_flight'), blocked_until: null, noted_block_until: null }))
+    .where('scope', 'in', scopes)
+    .execute();
+}
+
+/** The latest end of a block among the scopes that is still ahead of `now`, or undefined. */
+export async function findBlockedUntil(db: Executor, scopes: string[], now: Date): Promise<Date | undefined> {
+  const row = await db
+    .selectFrom('login_throttle')
+    .select((eb) => eb.fn.max('blocked_until').as('until'))
+    .where('scope', 'in', scopes)
+    .where('blocked_until', '>', now.toISOString())
+    .executeTakeFirst();
+  return row?.until ? new Date(row.until) : undefined;
+}
+
 /** Forgets every scope whose last attempt came before `cutoff`. */
 export async function deleteAttemptsBefore(db: Executor, cutoff: Date): Promise<void> {
   const before = cutoff.toISOString();

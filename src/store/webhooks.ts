@@ -201,6 +201,34 @@ export async function finishAttempt(
     .execute();
 }
 
+/**
+ * Puts a delivery of the endpoint that is done (succeeded or given up) back in the outbox, due
+ * now: one more attempt (an operator's redelivery). False when the endpoint has no such delivery
+ * or it is still pending (waiting or being attempted).
+ */
+export async function redeliver(db: Executor, endpointId: string, deliveryId: string, now: Date): Promise<boolean> {
+  const row = await db
+    .updateTable('webhook_delivery')
+    .set({ status: 'pending', due_at: now.toISOString(), lease_id: null })
+    .where('id', '=', deliveryId)
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '<>', 'pending')
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** True when the endpoint has a delivery with this id. */
+export async function hasDelivery(db: Executor, endpointId: string, deliveryId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('webhook_delivery')
+    .select('id')
+    .where('id', '=', deliveryId)
+    .where('endpoint_id', '=', endpointId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** The endpoint's attempts, newest first, after its deliveries waiting for their next attempt. */
 export async function listDeliveryAttempts(
   db: Executor,

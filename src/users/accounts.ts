@@ -95,6 +95,19 @@ export function createAccounts({
   }
 
   /**
+   * CONTRACT §21: an operator ends every login, browser sign-in and remembered device of the user
+   * (the user's session generation moves on), without touching their factors. Throws 404 `not_found`.
+   */
+  async function endSessions(userId: string): Promise<void> {
+    await getUserById(userId);
+    const now = clock.now();
+    await store.transaction(async (tx) => {
+      await sessions.endUserSessions(tx, userId, now);
+      await audit.record('logout', 'ended_by_operator', { userId }, tx);
+    });
+  }
+
+  /**
    * CONTRACT §21: grants or revokes the operator role (the admin API with the user's own access
    * token). Audited; the role counts from the next request, so a revocation stops them at once.
    */
@@ -109,6 +122,7 @@ export function createAccounts({
     getUserById,
     setPassword,
     deleteUser,
+    endSessions,
     setOperator,
     /** A page of users with their factors' types, after the username key `after` (see mfa-factors.ts). */
     listUsers: (page: { after?: string; limit: number }) => store.factors.listUsersWithFactors(page),

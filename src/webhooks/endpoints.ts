@@ -59,7 +59,29 @@ export function createWebhookEndpoints({ store, clock, sealingKey, allowPrivate 
     return store.webhooks.listDeliveryAttempts(id, limit);
   }
 
-  return { createEndpoint, listEndpoints: () => store.webhooks.listEndpoints(), deleteEndpoint, listDeliveries };
+  /**
+   * Sends a done delivery of the endpoint again, as it was (same webhook-id and body), by the
+   * delivery worker within moments. Throws 404 `not_found` for an unknown endpoint or event,
+   * 409 `delivery_pending` while the delivery still waits for an attempt or is being attempted.
+   */
+  async function redeliver(id: string, eventId: string): Promise<void> {
+    if (!(await store.webhooks.hasEndpoint(id))) throw notFound();
+    if (await store.webhooks.redeliver(id, eventId, clock.now())) return;
+    if (!(await store.webhooks.hasDelivery(id, eventId)))
+      throw new ServiceError('not_found', 'this endpoint has no delivery with this event id');
+    throw new ServiceError(
+      'delivery_pending',
+      'this delivery is still pending: the delivery worker attempts it; redeliver it once it succeeded or failed',
+    );
+  }
+
+  return {
+    createEndpoint,
+    listEndpoints: () => store.webhooks.listEndpoints(),
+    deleteEndpoint,
+    listDeliveries,
+    redeliver,
+  };
 }
 
 export type WebhookEndpoints = ReturnType<typeof createWebhookEndpoints>;

@@ -98,6 +98,10 @@ const ADMIN_EVENTS = endpoint('GET', '/admin/users/:id/events', 'admin');
 const ADMIN_FIND_USER = endpoint('GET', '/admin/users', 'admin');
 const ADMIN_DELETE_USER = endpoint('DELETE', '/admin/users/:id', 'admin');
 const ADMIN_RESET_MFA = endpoint('DELETE', '/admin/users/:id/mfa', 'admin');
+const ADMIN_END_SESSIONS = endpoint('DELETE', '/admin/users/:id/sessions', 'admin');
+const ADMIN_REDELIVER = endpoint('POST', '/admin/webhooks/:id/deliveries/:event_id/redeliver', 'admin');
+const ADMIN_UNLOCK_USER = endpoint('POST', '/admin/users/:id/unlock', 'admin');
+const ADMIN_RESUME_COUNTRY = endpoint('POST', '/admin/sms/countries/:country/resume', 'admin');
 const ADMIN_SHOW_CLIENT = endpoint('GET', '/admin/clients/:id', 'admin');
 const ADMIN_UPDATE_CLIENT = endpoint('PATCH', '/admin/clients/:id', 'admin', {
   body: 'json',
@@ -168,6 +172,10 @@ const ADMIN_WITHOUT_SAFE_BODY = new Set([
   ADMIN_SIGNING_KEYS,
   ADMIN_DELETE_USER,
   ADMIN_RESET_MFA,
+  ADMIN_END_SESSIONS,
+  ADMIN_UNLOCK_USER,
+  ADMIN_REDELIVER,
+  ADMIN_RESUME_COUNTRY,
   ADMIN_INVITE,
   ADMIN_SET_PASSWORD,
 ]);
@@ -215,6 +223,13 @@ const ENDPOINTS: readonly Endpoint[] = [
   endpoint('GET', '/admin/users/search', 'admin'),
   endpoint('GET', '/admin/stats/sms', 'admin'),
   endpoint('GET', '/admin/stats/sign-ins', 'admin'),
+  endpoint('GET', '/admin/users/:id', 'admin'),
+  endpoint('GET', '/admin/sms/countries', 'admin'),
+  endpoint('GET', '/admin/signing-keys', 'admin'),
+  ADMIN_END_SESSIONS,
+  ADMIN_UNLOCK_USER,
+  ADMIN_REDELIVER,
+  ADMIN_RESUME_COUNTRY,
   ADMIN_INVITE,
   ADMIN_SET_PASSWORD,
   ADMIN_USERS,

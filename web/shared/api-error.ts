@@ -12,3 +12,33 @@ export class ApiError extends Error {
     super(`${code}: ${description}`);
   }
 }
+
+/**
+ * fetch for the service's JSON API: the parsed body of a 2xx answer (undefined when empty); an
+ * `ApiError` for an error answer, and `network_error` when the service cannot be reached. Never cached.
+ */
+export async function fetchJson(url: URL | string, init: RequestInit): Promise<unknown> {
+  let response: Response;
+  try {
+    response = await fetch(url, { ...init, cache: 'no-store' });
+  } catch {
+    throw new ApiError(0, 'network_error', 'the service could not be reached');
+  }
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  if (response.ok) return body;
+  const fields = (body ?? {}) as { error?: unknown; error_description?: unknown };
+  const retryAfter = Number(response.headers.get('retry-after'));
+  throw new ApiError(
+    response.status,
+    typeof fields.error === 'string' ? fields.error : `http_${response.status}`,
+    typeof fields.error_description === 'string' ? fields.error_description : response.statusText,
+    Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+    response.headers,
+  );
+}

@@ -21,11 +21,13 @@ import {
   CreatedWebhook,
   CreateUserBody,
   CreateWebhookBody,
+  DeliveryParams,
   ErrorBody,
   InviteCreated,
   SecurityEvents,
   SetPasswordBody,
   SigningKeyCreated,
+  SigningKeyList,
   UpdateClientBody,
   UserIdParams,
   UserLookupQuery,
@@ -165,6 +167,18 @@ export function adminRoutes(
     },
   );
 
+  app.delete(
+    '/admin/users/:id/sessions',
+    {
+      schema: { params: UserIdParams, response: { 204: {}, 401: ErrorBody, 404: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await accounts.endSessions(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
   app.post(
     '/admin/clients',
     {
@@ -242,6 +256,19 @@ export function adminRoutes(
         .send({ client_id: request.params.id, client_secret: await clients.rotateSecret(request.params.id) }),
   );
 
+  app.get(
+    '/admin/signing-keys',
+    { schema: { response: { 200: SigningKeyList, 401: ErrorBody } }, onRequest: requireAdmin },
+    async () => ({
+      keys: (await keys.listKeys()).map((key) => ({
+        kid: key.kid,
+        alg: key.alg,
+        created_at: key.createdAt.toISOString(),
+        state: key.state,
+      })),
+    }),
+  );
+
   app.post(
     '/admin/signing-keys',
     { schema: { response: { 201: SigningKeyCreated, 401: ErrorBody } }, onRequest: requireAdmin },
@@ -296,6 +323,18 @@ export function adminRoutes(
     },
     async (request, reply) => {
       await webhooks.deleteEndpoint(request.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(
+    '/admin/webhooks/:id/deliveries/:event_id/redeliver',
+    {
+      schema: { params: DeliveryParams, response: { 204: {}, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody } },
+      onRequest: requireAdmin,
+    },
+    async (request, reply) => {
+      await webhooks.redeliver(request.params.id, request.params.event_id);
       return reply.code(204).send();
     },
   );

@@ -82,16 +82,20 @@ export function loadPage(dir: string | undefined): Page | undefined {
 const AssetParams = Type.Object({ name: Type.String({ maxLength: 100 }) });
 
 /**
- * `GET /<name>/`: a page and its static files, on the service's own origin; 503 while `page` is
- * undefined (not built).
+ * `GET <path>` (default `/<name>/`): a page and its static files, on the service's own origin; 503
+ * while `page` is undefined (not built).
  */
-export function pageRoutes(app: App, { name, page }: { name: string; page: Page | undefined }) {
+export function pageRoutes(
+  app: App,
+  { name, page, path = `/${name}/` }: { name: string; page: Page | undefined; path?: string },
+) {
   const notBuilt = () =>
     new ServiceError('not_ready', `the ${name} page is not built: run \`npm run build\` (npm start does it)`);
 
-  app.get(`/${name}/`, { schema: { hide: true } }, async (request, reply) => {
+  const lastSegment = path.split('/').at(-2) ?? name;
+  app.get(path, { schema: { hide: true } }, async (request, reply) => {
     // The page names its files and the API relative to itself, so it must be at …/<name>/.
-    if (!request.url.split('?')[0]?.endsWith('/')) return reply.redirect(`${name}/`, 308);
+    if (!request.url.split('?')[0]?.endsWith('/')) return reply.redirect(`${lastSegment}/`, 308);
     if (!page) throw notBuilt();
     // no-cache: the HTML names the current hashed files, so it is checked on every visit.
     return reply
@@ -99,7 +103,7 @@ export function pageRoutes(app: App, { name, page }: { name: string; page: Page 
       .send(page.html);
   });
 
-  app.get(`/${name}/assets/:name`, { schema: { hide: true, params: AssetParams } }, async (request, reply) => {
+  app.get(`${path}assets/:name`, { schema: { hide: true, params: AssetParams } }, async (request, reply) => {
     if (!page) throw notBuilt();
     const asset = page.assets.get(request.params.name);
     if (!asset) throw new ServiceError('not_found', `the ${name} page has no such file`);

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import type { Page } from 'playwright-core';
+import { runAdmin } from './admin-cli.js';
+import { button } from './browser.js';
+import { PASSWORD } from './openid-flow.js';
+import type { Service } from './service.js';
+
+// What the console's tests share (CONTRACT §21): operators granted by the command line, SMS history
+// as the fraud defence's counters leave it, and the hosted sign-in as an operator goes through it.
+
+const HOUR_MS = 3_600_000;
+
+/** `npm run admin -- grant-operator USERNAME`, as the README tells operators. */
+export async function grantOperator(service: Service, username: string): Promise<void> {
+  const run = await runAdmin(service.config.databaseUrl, ['grant-operator', username]);
+  assert.equal(run.code, 0, run.stderr);
+}
+
+/** The start of the clock hour `hoursAgo` hours before the service's current one. */
+export function hourStart(service: Service, hoursAgo = 0): Date {
+  const now = service.clock.now().getTime();
+  return new Date(now - (now % HOUR_MS) - hoursAgo * HOUR_MS);
+}
+
+/** Enrolment SMS sent to `country` in the hour `hoursAgo` hours back, in the counters the budgets keep. */
+export async function addSmsSends(service: Service, country: string, hoursAgo: number, sends: number): Promise<void> {
+  const windowStart = hourStart(service, hoursAgo).toISOString();
+  await service.execute(
+    sql`insert into sms_counter (scope, window_start, sends) values (${`country:${country}`}, ${windowStart}, ${sends})`,
+  );
+}
+
+/** `country`'s enrolment SMS paused by the anomaly check until the end of this hour. */
+export async function pauseCountry(service: Service, country: string): Promise<void> {
+  const now = service.clock.now();
+  const until = new Date(hourStart(service).getTime() + HOUR_MS);
+  await service.execute(
+    sql`insert into sms_country_pause (country, paused_at, paused_until, resumed_at, sends, threshold)
+        values (${country}, ${now.toISOString()}, ${until.toISOString()}, null, 400, 300)`,
+  );
+}
+
+/**
+ * At the hosted sign-in the page was sent to: the password, then the code of `code` (an
+ * authenticator app) when one is given.
+ */
+export async function signInAtHostedPage(page: Page, username: string, code?: () => string): Promise<void> {
+  await page.getByLabel('Username').waitFor();
+  // The hosted sign-in of a sign-in that must be fresh (prompt=login) already names the person.
+  if (await page.getByLabel('Username').isEditable()) await page.getByLabel('Username').fill(username);
+  await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
+  await button(page, 'Continue').click();
+  if (!code) return;
+  await page.getByLabel('Code from the app').fill(code());
+  await button(page, 'Verify').click();
+}

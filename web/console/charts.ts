@@ -1,0 +1,67 @@
+// Counts per clock hour drawn with uPlot (a small canvas chart library): one line per series,
+// sized to its container and redrawn when that changes. The numbers also stand in text beside
+// each chart (a canvas says nothing to a screen reader).
+import uPlot from 'uplot';
+
+const HOUR_SECONDS = 3600;
+
+/** Distinct on white and for the common colour-vision deficiencies (Okabe and Ito's palette). */
+const COLOURS = ['#0072b2', '#d55e00', '#009e73', '#cc79a7', '#e69f00', '#56b4e9', '#000000', '#f0e442'];
+
+export interface HourlySeries {
+  label: string;
+  /** Count by the hour's start (ISO 8601); a missing hour counts 0. */
+  counts: Map<string, number>;
+  colour?: string;
+}
+
+/** The hours from `since` to the current one, as seconds since the epoch. */
+function hoursFrom(since: string): number[] {
+  const start = Date.parse(since) / 1000;
+  const now = Date.now() / 1000;
+  const hours: number[] = [];
+  for (let hour = start; hour <= now; hour += HOUR_SECONDS) hours.push(hour);
+  return hours;
+}
+
+/** Draws the series into `container` (replacing what was there); answers a function that removes it. */
+export function drawHourly(container: HTMLElement, since: string, series: HourlySeries[], unit: string): () => void {
+  const hours = hoursFrom(since);
+  const data: uPlot.AlignedData = [
+    hours,
+    ...series.map((one) => hours.map((hour) => one.counts.get(new Date(hour * 1000).toISOString()) ?? 0)),
+  ];
+  const widthOf = () => Math.max(280, container.clientWidth);
+  const plot = new uPlot(
+    {
+      width: widthOf(),
+      height: 260,
+      scales: { x: { time: true }, y: { range: (_plot, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
+      axes: [{}, { label: unit, size: 56 }],
+      series: [
+        { label: 'Hour' },
+        ...series.map((one, index) => ({
+          label: one.label,
+          stroke: one.colour ?? COLOURS[index % COLOURS.length],
+          width: 2,
+          points: { show: false },
+        })),
+      ],
+      cursor: { drag: { x: false, y: false } },
+    },
+    data,
+    container.appendChild(document.createElement('div')),
+  );
+  const resize = new ResizeObserver(() => plot.setSize({ width: widthOf(), height: 260 }));
+  resize.observe(container);
+  return () => {
+    resize.disconnect();
+    plot.destroy();
+    container.replaceChildren();
+  };
+}
+
+/** "1,234": numbers grouped as the reader's language does. */
+export function count(value: number): string {
+  return new Intl.NumberFormat().format(value);
+}
