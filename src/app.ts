@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { Kysely } from 'kysely';
 import pino, { type DestinationStream } from 'pino';
 import { createAuditTrail } from './audit/audit-trail.js';
+import { createRetentionWorker } from './audit/retention-worker.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { deriveKey } from './crypto/secrets.js';
@@ -96,6 +97,8 @@ export interface AppDeps {
   pagesDir?: string;
   /** OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts). */
   tracing?: Tracing;
+  /** How often the node asks whether the hourly retention clean-up is due (default a minute). */
+  retentionCheckEveryMs?: number;
 }
 
 /** The browser pages, each built from web/<name>/ into dist/<name>/ and served at /<name>/. */
@@ -151,7 +154,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   }
   const hashSecret = await store.secrets.findServiceSecret(config.secretKey, clock.now());
   const codeKey = deriveKey(hashSecret, 'one-time-code-hash');
-  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
+  const audit = createAuditTrail({ store, clock });
   const countries = createCountryBudgets({ store, clock, limits: config.smsLimits, audit });
   const { registry, metrics } = createMetrics({
     countEnabledUsers: () => store.factors.countUsersWithMfa(),
@@ -273,6 +276,13 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   };
   const webhooks = createWebhookEndpoints({ store, clock, ...webhookSettings });
   const deliveryWorker = createDeliveryWorker({ store, clock, metrics, log: rootLogger, ...webhookSettings });
+  const retentionWorker = createRetentionWorker({
+    store,
+    clock,
+    retentionDays: config.auditRetentionDays,
+    log: rootLogger,
+    checkEveryMs: deps.retentionCheckEveryMs,
+  });
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin({
     adminToken: config.adminToken,
@@ -458,8 +468,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.
-  app.addHook('onClose', () => deliveryWorker.stop());
+  app.addHook('onClose', () => Promise.all([deliveryWorker.stop(), retentionWorker.stop()]));
   await app.ready();
   deliveryWorker.start();
+  retentionWorker.start();
   return app;
 }

@@ -41,7 +41,7 @@ type Services = ReturnType<typeof createServices>;
 function createServices(store: Store, config: Config) {
   const clock = systemClock;
   const { secretKey, accessTokenTtlSeconds } = config;
-  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays });
+  const audit = createAuditTrail({ store, clock });
   const sessions = createSessions({ accessTokenTtlSeconds });
   return {
     accounts: createAccounts({ store, clock, audit, sessions }),

@@ -14,6 +14,7 @@ import * as passkeySignIns from './passkey-sign-in-challenges.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as rememberedDevices from './remembered-devices.js';
 import * as revokedTokens from './revoked-tokens.js';
+import * as scheduledJobs from './scheduled-jobs.js';
 import * as securityEvents from './security-events.js';
 import * as secrets from './service-secrets.js';
 import * as signInSessions from './sign-in-sessions.js';
@@ -66,6 +67,7 @@ export interface Store {
   passkeySignIns: Bound<typeof passkeySignIns>;
   rememberedDevices: Bound<typeof rememberedDevices>;
   operatorViews: Bound<typeof operatorViews>;
+  scheduledJobs: Bound<typeof scheduledJobs>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -96,6 +98,7 @@ export function createStore(db: Executor): Store {
     passkeySignIns: bind(passkeySignIns, db),
     rememberedDevices: bind(rememberedDevices, db),
     operatorViews: bind(operatorViews, db),
+    scheduledJobs: bind(scheduledJobs, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

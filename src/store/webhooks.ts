@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter } from 'kysely';
-import type { Executor, WebhookDeliveryStatus } from './database.js';
+import { type Executor, skipLockedOnPostgres, type WebhookDeliveryStatus } from './database.js';
 
 export interface WebhookEndpoint {
   id: string;
@@ -125,7 +124,7 @@ export async function claimDueDeliveries(
   if (!anyDue) return [];
 
   const leaseId = randomUUID();
-  let candidates = db
+  const candidates = db
     .selectFrom('webhook_delivery')
     .select('id')
     .where('status', '=', 'pending')
@@ -133,11 +132,10 @@ export async function claimDueDeliveries(
     .$if((claim.exceptIds?.length ?? 0) > 0, (query) => query.where('id', 'not in', claim.exceptIds ?? []))
     .orderBy('due_at')
     .limit(claim.limit);
-  if (db.getExecutor().adapter instanceof PostgresAdapter) candidates = candidates.forUpdate().skipLocked();
   const claimed = await db
     .updateTable('webhook_delivery')
     .set((eb) => ({ attempts: eb('attempts', '+', 1), lease_id: leaseId, due_at: claim.leaseUntil.toISOString() }))
-    .where('id', 'in', candidates)
+    .where('id', 'in', skipLockedOnPostgres(db, candidates))
     // Checked again on the row itself: PostgreSQL re-reads a row another claim changed meanwhile.
     .where('status', '=', 'pending')
     .where('due_at', '<=', now)
@@ -272,13 +270,23 @@ export async function listDeliveryAttempts(
   ].slice(0, limit);
 }
 
-/** Deletes the deliveries done (succeeded or given up) of events made before `cutoff`, with their attempts. */
-export async function deleteFinishedDeliveriesBefore(db: Executor, cutoff: Date): Promise<void> {
-  await db
-    .deleteFrom('webhook_delivery')
-    .where('status', '!=', 'pending')
+/**
+ * Deletes at most `limit` of the deliveries done (succeeded or given up) of events made before
+ * `cutoff`, oldest first, with their attempts; returns how many.
+ */
+export async function deleteFinishedDeliveriesBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  const oldest = db
+    .selectFrom('webhook_delivery')
+    .select('id')
     .where('created_at', '<', cutoff.toISOString())
-    .execute();
+    .where('status', '!=', 'pending')
+    .orderBy('created_at')
+    .limit(limit);
+  const result = await db
+    .deleteFrom('webhook_delivery')
+    .where('id', 'in', skipLockedOnPostgres(db, oldest))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /** How many deliveries are not yet done, and when the oldest of them was made (undefined: none). */
