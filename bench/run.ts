@@ -1,17 +1,33 @@
 // `npm run bench [-- --sqlite | --postgres] [--duration=10] [--runs=3] [--service=other/dist/main.js] [--env=NAME=value]`:
 // the service's speed next to its ceilings, each figure measured `runs` times (both databases
 // interleaved) and reported as medians.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import { passwordHashParameters } from '../src/crypto/passwords.js';
 import { startFakeTwilio } from '../test/support/fake-twilio.js';
-import { freePort, SERVICE_MAIN, untilAnswering } from '../test/support/node-process.js';
+import { freePort, SERVICE_MAIN } from '../test/support/node-process.js';
 import { createTestSchema, POSTGRES_URL } from '../test/support/postgres.js';
+import {
+  ADMIN_TOKEN,
+  CONNECTIONS,
+  cannon,
+  type Dialect,
+  type Figures,
+  inParallel,
+  json,
+  median,
+  PASSWORD,
+  phasePeaks,
+  round,
+  serviceEnvironment,
+  spawnServer,
+  stopped,
+} from './measure.js';
 
 // libuv sizes its thread pool once, before this module runs; (e) hashes one per core at a time,
 // so with more cores than libuv's default 4 threads the bench starts itself again with more.
@@ -33,169 +49,8 @@ const extraEnv = Object.fromEntries(
     return match ? [[match[1], match[2]]] : [];
   }),
 );
-const CONNECTIONS = 32;
-const ADMIN_TOKEN = 'bench-admin-token-0123456789';
-const PASSWORD = 'correct horse battery';
 const PLAIN_USERS = 200;
 const MFA_USERS = 300;
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux x86-64). */
-const TICKS_PER_SECOND = 100;
-
-type Dialect = 'sqlite' | 'postgres';
-
-interface Figures {
-  requestsPerSecond: number;
-  /** Process CPU time (user + system) divided by the answers served, in microseconds. */
-  cpuMicrosPerRequest: number;
-  /** The same for the PostgreSQL server's processes, when the service runs on one on this machine. */
-  postgresCpuMicrosPerRequest?: number;
-  p50Ms: number;
-  p99Ms: number;
-  /** Answers other than the expected status, and transport errors. */
-  errors: number;
-}
-
-/** The process and its descendants (the service may re-exec itself once), from /proc. */
-function processTree(pid: number): number[] {
-  const children = (() => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  })();
-  return [pid, ...children.flatMap(processTree)];
-}
-
-/**
- * Every PostgreSQL server process on this machine: its backends, WAL writer and the rest share the
- * cores with the service, so the password grant's ceiling counts them too.
- */
-function postgresServerProcesses(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/comm`, 'utf8') === 'postgres\n';
-      } catch {
-        return false; // ended meanwhile
-      }
-    });
-}
-
-/**
- * CPU seconds (utime + stime) the processes have used so far; with `reapedChildren`, also that of
- * their children that have ended (cutime + cstime): the PostgreSQL server starts and ends a backend
- * per connection, and the pool closes idle ones while it is measured.
- */
-function cpuSecondsOf(processes: number[], { reapedChildren = false } = {}): number {
-  let ticks = 0;
-  for (const member of processes) {
-    try {
-      // The fields after the command name, which may itself hold spaces and parentheses.
-      const stat = readFileSync(`/proc/${member}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime: fields 14 and 15 of stat(5)
-      if (reapedChildren) ticks += Number(fields[13]) + Number(fields[14]); // cutime, cstime
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return ticks / TICKS_PER_SECOND;
-}
-
-/** The largest resident set (VmHWM) the process has had, in MB. */
-function peakMemoryMbOf(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
-  } catch {
-    return 0; // ended meanwhile
-  }
-}
-
-/**
- * The service's peak resident set phase by phase: `phaseEnded` reads the peak since the last
- * phase ended, then starts the next from the present size (writing 5 to `clear_refs` resets
- * VmHWM, Linux 4.0 and later). The run's peak is the largest. The service is the deepest process
- * of the tree: on Node 20 a launcher started it with its memory settings (src/start-settings.ts).
- */
-function phasePeaks(pid: number) {
-  const tree = processTree(pid);
-  const service = tree[tree.length - 1] ?? pid;
-  const peaks: Record<string, number> = {};
-  return {
-    peaks,
-    phaseEnded(name: string) {
-      peaks[name] = peakMemoryMbOf(service);
-      try {
-        writeFileSync(`/proc/${service}/clear_refs`, '5');
-      } catch {
-        // not Linux, or not allowed: each later phase then reads the peak so far
-      }
-    },
-    launcherPeakMb: () => (tree.length > 1 ? peakMemoryMbOf(tree[0] ?? pid) : 0),
-  };
-}
-
-/**
- * Runs autocannon against the server whose process is `pid` and charges it the CPU it and its
- * descendants used meanwhile; with `dialect` postgres, the PostgreSQL server's CPU as well.
- */
-async function cannon(
-  pid: number,
-  options: autocannon.Options,
-  { expectedStatus = 200, dialect }: { expectedStatus?: number; dialect?: Dialect } = {},
-): Promise<Figures> {
-  // None when the server runs elsewhere. Listed again at the end: backends started meanwhile count,
-  // ended ones are in their parent's cutime.
-  const postgresHere = dialect === 'postgres' && postgresServerProcesses().length > 0;
-  const postgresCpuSeconds = () =>
-    postgresHere ? cpuSecondsOf(postgresServerProcesses(), { reapedChildren: true }) : 0;
-  const cpuBefore = cpuSecondsOf(processTree(pid));
-  const postgresBefore = postgresCpuSeconds();
-  const result = await autocannon({ connections: CONNECTIONS, duration: durationSeconds, ...options });
-  const cpuSeconds = cpuSecondsOf(processTree(pid)) - cpuBefore;
-  const postgresSeconds = postgresCpuSeconds() - postgresBefore;
-  const answered = result.requests.total;
-  const perAnswer = (seconds: number) => (answered > 0 ? Math.round((seconds / answered) * 1e6) : 0);
-  const unexpected =
-    expectedStatus === 200 ? result.non2xx : answered - (result.statusCodeStats?.[`${expectedStatus}`]?.count ?? 0);
-  return {
-    requestsPerSecond: Math.round(result.requests.average),
-    cpuMicrosPerRequest: perAnswer(cpuSeconds),
-    ...(postgresHere ? { postgresCpuMicrosPerRequest: perAnswer(postgresSeconds) } : {}),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    errors: result.errors + result.timeouts + unexpected,
-  };
-}
-
-/** Spawns `node args…` with its output discarded and waits until `url` answers. */
-async function spawnServer(
-  args: string[],
-  env: Record<string, string>,
-  url: string,
-): Promise<ChildProcess & { errorOutput: () => string }> {
-  // The service writes a log line per request: its standard output is discarded, not piped into
-  // this process, so that the load generator spends nothing on it.
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let errors = '';
-  child.stderr?.on('data', (chunk) => {
-    if (errors.length < 10_000) errors += chunk;
-  });
-  await untilAnswering(child, url, () => errors);
-  return Object.assign(child, { errorOutput: () => errors });
-}
-
-async function stopped(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
-
 /** (d) The ceiling for GET /mfa/: a bare node:http server answering a fixed small JSON body, in its own process. */
 async function bareNodeHttp(): Promise<Figures> {
   const port = await freePort();
@@ -209,7 +64,7 @@ async function bareNodeHttp(): Promise<Figures> {
     `http://127.0.0.1:${port}/`,
   );
   try {
-    return await cannon(server.pid ?? 0, { url: `http://127.0.0.1:${port}/` });
+    return await cannonFor(server.pid ?? 0, { url: `http://127.0.0.1:${port}/` });
   } finally {
     await stopped(server);
   }
@@ -237,28 +92,6 @@ async function rawArgon2(): Promise<number> {
   return Math.round(done / ((performance.now() - started) / 1000));
 }
 
-async function json(url: string, init: RequestInit & { body?: string } = {}): Promise<any> {
-  const response = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init.headers } });
-  const body = await response.json();
-  if (!response.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${response.status} ${JSON.stringify(body)}`);
-  return body;
-}
-
-/** Runs `work` for `count` items with `concurrency` at a time. */
-async function inParallel<T>(count: number, concurrency: number, work: (index: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        const index = next++;
-        results[index] = await work(index);
-      }
-    }),
-  );
-  return results;
-}
-
 /**
  * A forged access token for each request: the real token's header (a known `kid`) and claims
  * with a fresh `jti`, and 64 random bytes for a signature, so no memory of earlier failures helps.
@@ -268,6 +101,11 @@ function forgeryOf(accessToken: string): () => string {
   const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8'));
   return () =>
     `${header}.${Buffer.from(JSON.stringify({ ...claims, jti: randomUUID() })).toString('base64url')}.${randomBytes(64).toString('base64url')}`;
+}
+
+/** autocannon for `durationSeconds`, charged the CPU it cost. */
+function cannonFor(pid: number, options: autocannon.Options, expect: Parameters<typeof cannon>[2] = {}) {
+  return cannon(pid, { duration: durationSeconds, ...options }, expect);
 }
 
 interface RunFigures {
@@ -302,31 +140,12 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
   // As `npm start` runs it: exactly this environment (PATH and HOME aside), nothing inherited.
   const service = await spawnServer(
     [serviceMain],
-    {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      PORT: String(port),
-      NODE_ENV: 'production',
-      DATABASE_URL: schema?.databaseUrl ?? `sqlite:${join(dir, 'mfa.sqlite')}`,
-      ADMIN_TOKEN,
-      SECRET_KEY: 'a benchmark secret key of at least 32 characters',
-      SMS_PROVIDER: 'twilio',
-      TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000009',
-      TWILIO_AUTH_TOKEN: 'twilio-auth-token-for-the-bench',
-      TWILIO_FROM: '+15005550006',
-      TWILIO_API_URL: twilio.url,
-      SMS_USER_HOURLY_LIMIT: '1000',
-      SMS_NUMBER_HOURLY_LIMIT: '1000',
-      SMS_GLOBAL_HOURLY_LIMIT: '10000000',
-      // The users enrol 300 consecutive US numbers in one burst: what the fraud defence is made to stop.
-      SMS_COUNTRY_HOURLY_LIMIT: '10000000',
-      SMS_RANGE_HOURLY_LIMIT: '1000000',
-      SMS_ANOMALY_FLOOR: '10000000',
-      // The logins come from many clients behind a load balancer (X-Forwarded-For below): from one
-      // address, 32 logins in flight would pass its throttle's 20 counted-before-judged attempts.
-      TRUST_PROXY: '127.0.0.1',
-      ...extraEnv,
-    },
+    serviceEnvironment({
+      port,
+      databaseUrl: schema?.databaseUrl ?? `sqlite:${join(dir, 'mfa.sqlite')}`,
+      twilioUrl: twilio.url,
+      extra: extraEnv,
+    }),
     `${base}/mfa/`,
   );
   const readyMs = Math.round(performance.now() - startedAt);
@@ -381,14 +200,14 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     memory.phaseEnded('enrolments');
     console.log('  (d) bare node:http, (a) GET /mfa/, (d) again, (f) forged tokens …');
     const bareBefore = await bareNodeHttp();
-    const mfaStatus = await cannon(
+    const mfaStatus = await cannonFor(
       pid,
       { url: `${base}/mfa/`, headers: { authorization: `Bearer ${accessToken}` } },
       { dialect },
     );
     const bareAfter = await bareNodeHttp();
     const forge = forgeryOf(accessToken);
-    const forged = await cannon(
+    const forged = await cannonFor(
       pid,
       {
         url: `${base}/mfa/`,
@@ -405,7 +224,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     console.log('  (e) raw Argon2id, (b) password grant, (e) again …');
     const argon2Before = await rawArgon2();
     let next = 0;
-    const passwordGrant = await cannon(
+    const passwordGrant = await cannonFor(
       pid,
       {
         url: `${base}/mfa/oauth2/token/`,
@@ -476,7 +295,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     for (let index = 0; index < CONNECTIONS * 2; index += 1) {
       refreshTokens.push((await token(plain[index % plain.length] ?? '')).refresh_token);
     }
-    const refreshGrant = await cannon(
+    const refreshGrant = await cannonFor(
       pid,
       {
         url: `${base}/mfa/oauth2/token/`,
@@ -525,14 +344,6 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-}
-
-const round = (value: number, digits = 0) => Math.round(value * 10 ** digits) / 10 ** digits;
 
 /** Each figure's median over the runs, and the ratios taken within each run, then their median. */
 function summarise(dialect: Dialect, results: RunFigures[]) {
