@@ -231,6 +231,8 @@ export function serviceEnvironment({
     TWILIO_AUTH_TOKEN: 'twilio-auth-token-for-the-bench',
     TWILIO_FROM: '+15005550006',
     TWILIO_API_URL: twilioUrl,
+    // Required in production; the bench sends no mail, so nothing ever connects to it.
+    SMTP_URL: 'smtp://bench:bench@127.0.0.1:9',
     SMS_USER_HOURLY_LIMIT: '1000',
     SMS_NUMBER_HOURLY_LIMIT: '1000',
     SMS_GLOBAL_HOURLY_LIMIT: '10000000',

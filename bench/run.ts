@@ -1,6 +1,7 @@
 // `npm run bench [-- --sqlite | --postgres] [--duration=10] [--runs=3] [--service=other/dist/main.js] [--env=NAME=value]`:
 // the service's speed next to its ceilings, each figure measured `runs` times (both databases
-// interleaved) and reported as medians.
+// interleaved) and reported as medians. `npm run bench -- --scale …`: cost against the data's
+// size (bench/scale.ts).
 import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -533,4 +534,6 @@ async function main() {
   console.log(`figures written to ${file}`);
 }
 
-await main();
+// The scale mode (bench/scale.ts) seeds large databases: behind an option, as it takes far longer.
+if (argv.includes('--scale')) await import('./scale.js');
+else await main();
