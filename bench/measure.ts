@@ -111,15 +111,11 @@ export function phasePeaks(pid: number) {
 }
 
 /**
- * Runs autocannon (CONNECTIONS connections, unless `options` say otherwise; `options.duration` in
- * seconds) against the server whose process is `pid` and charges it the CPU it and its
- * descendants used meanwhile; with `dialect` postgres, the PostgreSQL server's CPU as well.
+ * Starts charging the server whose process is `pid` the CPU it and its descendants use; with
+ * `dialect` postgres, the PostgreSQL server's as well (when it runs on this machine). The returned
+ * function ends the charge and divides it by the units of work done, in microseconds each.
  */
-export async function cannon(
-  pid: number,
-  options: autocannon.Options,
-  { expectedStatus = 200, dialect }: { expectedStatus?: number; dialect?: Dialect } = {},
-): Promise<Figures> {
+function chargeCpu(pid: number, dialect?: Dialect) {
   // None when the server runs elsewhere. Listed again at the end: backends started meanwhile count,
   // ended ones are in their parent's cutime.
   const postgresHere = dialect === 'postgres' && postgresServerProcesses().length > 0;
@@ -127,20 +123,82 @@ export async function cannon(
     postgresHere ? cpuSecondsOf(postgresServerProcesses(), { reapedChildren: true }) : 0;
   const cpuBefore = cpuSecondsOf(processTree(pid));
   const postgresBefore = postgresCpuSeconds();
+  return (units: number) => {
+    const per = (seconds: number) => (units > 0 ? Math.round((seconds / units) * 1e6) : 0);
+    return {
+      cpuMicrosPerRequest: per(cpuSecondsOf(processTree(pid)) - cpuBefore),
+      ...(postgresHere ? { postgresCpuMicrosPerRequest: per(postgresCpuSeconds() - postgresBefore) } : {}),
+    };
+  };
+}
+
+/**
+ * Runs autocannon (CONNECTIONS connections, unless `options` say otherwise; `options.duration` in
+ * seconds) against the server whose process is `pid`, charged as `chargeCpu` says.
+ */
+export async function cannon(
+  pid: number,
+  options: autocannon.Options,
+  { expectedStatus = 200, dialect }: { expectedStatus?: number; dialect?: Dialect } = {},
+): Promise<Figures> {
+  const charged = chargeCpu(pid, dialect);
   const result = await autocannon({ connections: CONNECTIONS, ...options });
-  const cpuSeconds = cpuSecondsOf(processTree(pid)) - cpuBefore;
-  const postgresSeconds = postgresCpuSeconds() - postgresBefore;
   const answered = result.requests.total;
-  const perAnswer = (seconds: number) => (answered > 0 ? Math.round((seconds / answered) * 1e6) : 0);
   const unexpected =
     expectedStatus === 200 ? result.non2xx : answered - (result.statusCodeStats?.[`${expectedStatus}`]?.count ?? 0);
   return {
     requestsPerSecond: Math.round(result.requests.average),
-    cpuMicrosPerRequest: perAnswer(cpuSeconds),
-    ...(postgresHere ? { postgresCpuMicrosPerRequest: perAnswer(postgresSeconds) } : {}),
+    ...charged(answered),
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     errors: result.errors + result.timeouts + unexpected,
+  };
+}
+
+/**
+ * Runs `work` (one sign-in, one login of several requests) `concurrency` at a time for
+ * `durationSeconds` (or until `limit` units have begun) against the server whose process is `pid`,
+ * charged as `chargeCpu` says, per completed unit. A unit that throws counts as an error, not as done.
+ */
+export async function chargedLoop(
+  pid: number,
+  {
+    concurrency,
+    durationSeconds,
+    dialect,
+    limit = Number.POSITIVE_INFINITY,
+  }: { concurrency: number; durationSeconds: number; dialect?: Dialect; limit?: number },
+  work: (index: number) => Promise<void>,
+): Promise<Figures> {
+  const charged = chargeCpu(pid, dialect);
+  const latencies: number[] = [];
+  let errors = 0;
+  let next = 0;
+  const started = performance.now();
+  const deadline = started + durationSeconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < deadline && next < limit) {
+        const begun = performance.now();
+        try {
+          await work(next++);
+          latencies.push(performance.now() - begun);
+        } catch {
+          errors += 1;
+        }
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const percentile = (p: number) =>
+    Math.round(latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * p))] ?? 0);
+  return {
+    requestsPerSecond: round(latencies.length / seconds, 1),
+    ...charged(latencies.length),
+    p50Ms: percentile(0.5),
+    p99Ms: percentile(0.99),
+    errors,
   };
 }
 

@@ -3,20 +3,23 @@
 // interleaved) and reported as medians. `npm run bench -- --scale …`: cost against the data's
 // size (bench/scale.ts).
 import { spawnSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 import type autocannon from 'autocannon';
 import { passwordHashParameters } from '../src/crypto/passwords.js';
+import { openDatabase } from '../src/store/database.js';
 import { startFakeTwilio } from '../test/support/fake-twilio.js';
 import { freePort, SERVICE_MAIN } from '../test/support/node-process.js';
 import { createTestSchema, POSTGRES_URL } from '../test/support/postgres.js';
+import { SignInBrowser } from '../test/support/sign-in-browser.js';
 import {
   ADMIN_TOKEN,
   CONNECTIONS,
   cannon,
+  chargedLoop,
   type Dialect,
   type Figures,
   inParallel,
@@ -109,6 +112,72 @@ function cannonFor(pid: number, options: autocannon.Options, expect: Parameters<
   return cannon(pid, { duration: durationSeconds, ...options }, expect);
 }
 
+/** Argon2id at its cheapest: a stored hash made with it costs microseconds to verify. */
+const CHEAP_HASH = { memoryCost: 8, timeCost: 1, parallelism: 1 };
+/** The app's redirect URI: never called, the bench reads the code from the redirect. */
+const CALLBACK = 'https://app.example.com/callback';
+
+/** Gives every user the stored hash `passwordHash`, through a connection of the bench's own. */
+async function setEveryPasswordHash(databaseUrl: string, passwordHash: string): Promise<void> {
+  const { db } = await openDatabase(databaseUrl);
+  try {
+    await db.updateTable('user').set({ password_hash: passwordHash }).execute();
+  } finally {
+    await db.destroy();
+  }
+}
+
+/**
+ * One whole sign-in at the hosted page, as a browser and the app make it: the authorization
+ * request (PKCE), the page, the sign-in's state, the password, the second factor when one is
+ * asked for, and the app's code exchange. Throws unless tokens come back.
+ */
+async function hostedSignIn(
+  base: string,
+  app: { client_id: string; client_secret: string },
+  username: string,
+  secondFactor?: () => Record<string, string>,
+): Promise<void> {
+  const browser = new SignInBrowser(base);
+  const verifier = randomBytes(32).toString('base64url');
+  const authorize = new URL(`${base}/mfa/oauth2/authorize/`);
+  authorize.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: app.client_id,
+    redirect_uri: CALLBACK,
+    scope: 'openid',
+    state: randomUUID(),
+    nonce: randomUUID(),
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  }).toString();
+  const opened = await browser.authorize(authorize);
+  if (!('signIn' in opened)) throw new Error('no sign-in page');
+  const page = await browser.request(`${base}/sign-in/?id=${opened.signIn.id}`);
+  if (page.status !== 200) throw new Error(`the page answered ${page.status}`);
+  await page.text();
+  let step = await opened.signIn.password(username, PASSWORD);
+  if (step.step === 'second_factor') {
+    if (!secondFactor) throw new Error('a second factor was asked for');
+    step = await opened.signIn.secondFactor(secondFactor());
+  }
+  const code = new URL(step.location ?? '').searchParams.get('code') ?? '';
+  const tokens = await json(`${base}/mfa/oauth2/token/`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}`,
+    },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: CALLBACK,
+      code_verifier: verifier,
+    }).toString(),
+  });
+  if (!tokens.access_token) throw new Error('no tokens');
+}
+
 interface RunFigures {
   dialect: Dialect;
   readyMs: number;
@@ -120,6 +189,10 @@ interface RunFigures {
   f_forgedToken: Figures;
   b_passwordGrant: Figures;
   g_refreshGrant: Figures;
+  /** (h) whole sign-ins at the hosted page (password only), with the real hash. */
+  h_hostedSignIns: Figures;
+  /** Around a cheap hash: (b), (h), (c) and (h) with an SMS code, CPU per login. */
+  cheap: { b: Figures; h: Figures; c: Figures; hSms: Figures };
   c_smsLogins: { loginsPerSecond: number; p50Ms: number; p99Ms: number; errors: number };
   d_bareNodeHttp: [Figures, Figures];
   e_rawArgon2PerSecond: [number, number];
@@ -135,6 +208,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
   const twilio = await startFakeTwilio();
   const dir = mkdtempSync(join(tmpdir(), 'mfa-bench-'));
   const schema = dialect === 'postgres' ? await createTestSchema() : undefined;
+  const databaseUrl = schema?.databaseUrl ?? `sqlite:${join(dir, 'mfa.sqlite')}`;
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const startedAt = performance.now();
@@ -143,7 +217,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     [serviceMain],
     serviceEnvironment({
       port,
-      databaseUrl: schema?.databaseUrl ?? `sqlite:${join(dir, 'mfa.sqlite')}`,
+      databaseUrl,
       twilioUrl: twilio.url,
       extra: extraEnv,
     }),
@@ -224,10 +298,10 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     memory.phaseEnded('a/f');
     console.log('  (e) raw Argon2id, (b) password grant, (e) again …');
     const argon2Before = await rawArgon2();
-    let next = 0;
-    const passwordGrant = await cannonFor(
-      pid,
-      {
+    // The password grant for the next plain user each time, from many client addresses.
+    const passwordGrantOptions = (): autocannon.Options => {
+      let next = 0;
+      return {
         url: `${base}/mfa/oauth2/token/`,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -248,8 +322,19 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
             },
           },
         ],
-      },
-      { dialect },
+      };
+    };
+    const passwordGrant = await cannonFor(pid, passwordGrantOptions(), { dialect });
+    // (h) whole sign-ins at the hosted page, password only, between the same two (e).
+    const app = await json(`${base}/admin/clients`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'Bench app', redirect_uris: [CALLBACK] }),
+    });
+    const signIn = (username: string, secondFactor?: () => Record<string, string>) =>
+      hostedSignIn(base, app, username, secondFactor);
+    const hostedSignIns = await chargedLoop(pid, { concurrency: 16, durationSeconds, dialect }, (index) =>
+      signIn(plain[index % plain.length] ?? ''),
     );
     const argon2After = await rawArgon2();
 
@@ -318,6 +403,40 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     );
 
     memory.phaseEnded('g');
+
+    // Around a cheap hash (every stored hash replaced; Argon2 verifies with the parameters in the
+    // hash): what a login costs the service and the database besides its hash, by each way in.
+    // Last, so that every earlier figure is measured as before. The SMS users are split in two
+    // halves, each signed in once at most; (c) sent their last codes more than 30 s before.
+    console.log('  around a cheap hash: (b) password grant, (h) sign-ins, (c) SMS logins, (h) SMS sign-ins …');
+    await setEveryPasswordHash(databaseUrl, await argon2Hash(PASSWORD, CHEAP_HASH));
+    const cheapGrant = await cannonFor(pid, passwordGrantOptions(), { dialect });
+    const cheapSignIns = await chargedLoop(pid, { concurrency: 8, durationSeconds, dialect }, (index) =>
+      signIn(plain[index % plain.length] ?? ''),
+    );
+    const half = Math.floor(mfaUsers.length / 2);
+    const cheapSmsLogins = await chargedLoop(
+      pid,
+      { concurrency: 8, durationSeconds, dialect, limit: half },
+      async (index) => {
+        const user = mfaUsers[index];
+        if (!user) throw new Error('no user');
+        const challenge = await token(user.username);
+        if (!challenge.mfa_required) throw new Error('no challenge');
+        const tokens = await token(user.username, { mfa_code: twilio.lastCodeFor(user.e164) });
+        if (!tokens.access_token) throw new Error('no tokens');
+      },
+    );
+    const cheapSmsSignIns = await chargedLoop(
+      pid,
+      { concurrency: 8, durationSeconds, dialect, limit: mfaUsers.length - half },
+      async (index) => {
+        const user = mfaUsers[half + index];
+        if (!user) throw new Error('no user');
+        await signIn(user.username, () => ({ mfa_code: twilio.lastCodeFor(user.e164) }));
+      },
+    );
+    memory.phaseEnded('cheap');
     return {
       dialect,
       readyMs,
@@ -327,6 +446,8 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
       f_forgedToken: forged,
       b_passwordGrant: passwordGrant,
       g_refreshGrant: refreshGrant,
+      h_hostedSignIns: hostedSignIns,
+      cheap: { b: cheapGrant, h: cheapSignIns, c: cheapSmsLogins, hSms: cheapSmsSignIns },
       c_smsLogins: {
         loginsPerSecond: Math.round((completed / smsSeconds) * 10) / 10,
         p50Ms: percentile(0.5),
@@ -373,6 +494,15 @@ function summarise(dialect: Dialect, results: RunFigures[]) {
     f_forgedToken: of((run) => run.f_forgedToken),
     b_passwordGrant: of((run) => run.b_passwordGrant),
     g_refreshGrant: of((run) => run.g_refreshGrant),
+    h_hostedSignIns: of((run) => run.h_hostedSignIns),
+    cheap: {
+      b: of((run) => run.cheap.b),
+      h: of((run) => run.cheap.h),
+      c: of((run) => run.cheap.c),
+      hSms: of((run) => run.cheap.hSms),
+    },
+    /** Peak of the service and its launcher together (each one's VmHWM: an upper bound of the tree's). */
+    treePeakMemoryMb: med((run) => peakMemoryMbOfRun(run) + run.launcherPeakMemoryMb),
     c_smsLoginsPerSecond: med((run) => run.c_smsLogins.loginsPerSecond, 1),
     c_smsLoginsErrors: med((run) => run.c_smsLogins.errors),
     d_bareNodeHttp: {
@@ -409,7 +539,29 @@ function summarise(dialect: Dialect, results: RunFigures[]) {
               2,
             ),
     },
+    signIn: signInRatios(results),
     each: results,
+  };
+}
+
+/** A login's CPU, the service's and (when it runs here) PostgreSQL's. */
+const loginCpu = (figures: Figures) => figures.cpuMicrosPerRequest + (figures.postgresCpuMicrosPerRequest ?? 0);
+
+/** The hosted sign-in's ratios, each taken within a run, then their median. */
+function signInRatios(results: RunFigures[]) {
+  const med = (pick: (run: RunFigures) => number) => round(median(results.map(pick)), 2);
+  const argon2 = (run: RunFigures) => (run.e_rawArgon2PerSecond[0] + run.e_rawArgon2PerSecond[1]) / 2;
+  const cores = availableParallelism();
+  return {
+    /** Sign-ins (password only) per second over raw Argon2id verifications per second (target ≥ 0.8). */
+    h_over_e: med((run) => run.h_hostedSignIns.requestsPerSecond / argon2(run)),
+    /** Around a cheap hash: a sign-in's CPU over the password grant's, service and PostgreSQL (target ≤ 1.5). */
+    cheapH_over_cheapB: med((run) => loginCpu(run.cheap.h) / loginCpu(run.cheap.b)),
+    /** The same with an SMS code: the sign-in's two steps over the grant's two requests. */
+    cheapHsms_over_cheapC: med((run) => loginCpu(run.cheap.hSms) / loginCpu(run.cheap.c)),
+    /** Beside Keycloak's sizing (15 password sign-ins/s and 120 refresh grants/s per vCPU). */
+    signInsPerSecondPerCore: med((run) => run.h_hostedSignIns.requestsPerSecond / cores),
+    refreshesPerSecondPerCore: med((run) => run.g_refreshGrant.requestsPerSecond / cores),
   };
 }
 
@@ -453,7 +605,9 @@ async function main() {
           `${figures.b_passwordGrant.cpuMicrosPerRequest} µs${dialect === 'postgres' ? ` + PostgreSQL ${figures.b_passwordGrant.postgresCpuMicrosPerRequest ?? 'n/a'} µs` : ''}; ` +
           `e ${figures.e_rawArgon2PerSecond.join('/')}/s; g ${figures.g_refreshGrant.requestsPerSecond}/s ` +
           `${figures.g_refreshGrant.cpuMicrosPerRequest} µs${dialect === 'postgres' ? ` + PostgreSQL ${figures.g_refreshGrant.postgresCpuMicrosPerRequest ?? 'n/a'} µs` : ''}; ` +
-          `c ${figures.c_smsLogins.loginsPerSecond}/s; ` +
+          `c ${figures.c_smsLogins.loginsPerSecond}/s; h ${figures.h_hostedSignIns.requestsPerSecond}/s ` +
+          `${figures.h_hostedSignIns.cpuMicrosPerRequest} µs; cheap hash b/h/c/hSms ` +
+          `${[figures.cheap.b, figures.cheap.h, figures.cheap.c, figures.cheap.hSms].map(loginCpu).join('/')} µs; ` +
           `ready ${figures.readyMs} ms; peak ${peakMemoryMbOfRun(figures)} MB (` +
           `${Object.entries(figures.phasePeakMemoryMb)
             .map(([phase, mb]) => `${phase} ${mb}`)
@@ -489,6 +643,11 @@ async function main() {
       '(f) GET /mfa/, forged token (401)': row(summary.f_forgedToken),
       '(b) password grant': row(summary.b_passwordGrant),
       '(g) refresh grant': row(summary.g_refreshGrant),
+      '(h) hosted sign-ins, password': row(summary.h_hostedSignIns),
+      'cheap hash: (b) password grant': row(summary.cheap.b),
+      'cheap hash: (h) hosted sign-ins': row(summary.cheap.h),
+      'cheap hash: (c) SMS logins, grant': row(summary.cheap.c),
+      'cheap hash: (h) SMS sign-ins': row(summary.cheap.hSms),
       '(c) SMS MFA logins': row({ requestsPerSecond: summary.c_smsLoginsPerSecond, errors: summary.c_smsLoginsErrors }),
       '(d) bare node:http': row(summary.d_bareNodeHttp),
       '(e) raw Argon2id (@node-rs/argon2)': row({ requestsPerSecond: summary.e_rawArgon2PerSecond }),
@@ -500,6 +659,13 @@ async function main() {
         `ready ${summary.readyMs} ms (< 1000)   peak memory ${summary.peakMemoryMb} MB, at most ${summary.maxPeakMemoryMb} (< 160), ` +
         `launcher ${summary.launcherPeakMemoryMb} MB   ` +
         `(requests/s a/d = ${ratios.a_over_d})`,
+    );
+    const { signIn } = summary;
+    console.log(
+      `sign-in h/e = ${signIn.h_over_e} (≥ 0.8)   cheap hash, CPU per login: sign-in/grant = ${signIn.cheapH_over_cheapB} (≤ 1.5), ` +
+        `with SMS ${signIn.cheapHsms_over_cheapC}   per core: ${signIn.signInsPerSecondPerCore} sign-ins/s (Keycloak: 15), ` +
+        `${signIn.refreshesPerSecondPerCore} refresh grants/s (Keycloak: 120)   ` +
+        `service and launcher at their peaks ${summary.treePeakMemoryMb} MB`,
     );
   }
   const sqlite = summaries.find((summary) => summary.dialect === 'sqlite');
