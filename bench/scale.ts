@@ -33,7 +33,8 @@ import { seedPopulation, seedUsername } from './seed.js';
 const argv = process.argv.join(' ');
 const durationSeconds = Number(/--duration=(\d+)/.exec(argv)?.[1] ?? 10);
 const largeUsers = Number(/--users=(\d+)/.exec(argv)?.[1] ?? 1_000_000);
-const eventsPerUser = (users: number) => Number(/--events=(\d+)/.exec(argv)?.[1] ?? users * 10) / users;
+/** Audit rows per user: ten, or `--events` over `--users`, the same at both sizes. */
+const eventsPerUser = Number(/--events=(\d+)/.exec(argv)?.[1] ?? largeUsers * 10) / largeUsers;
 const SMALL_USERS = 1000;
 const RETENTION_DAYS = 90;
 
@@ -137,7 +138,7 @@ async function measureAt(dialect: Dialect, users: number, cheapHash: string): Pr
   const schema = dialect === 'postgres' ? await createTestSchema() : undefined;
   const databaseUrl = schema?.databaseUrl ?? `sqlite:${path}`;
   const twilio = await startFakeTwilio();
-  const events = Math.round(users * eventsPerUser(users));
+  const events = Math.round(users * eventsPerUser);
   try {
     console.log(`${dialect}, ${users} users, ${events} audit rows: seeding…`);
     const seedStarted = performance.now();
