@@ -1,17 +1,37 @@
 // `npm run bench [-- --sqlite | --postgres] [--duration=10] [--runs=3] [--service=other/dist/main.js] [--env=NAME=value]`:
 // the service's speed next to its ceilings, each figure measured `runs` times (both databases
-// interleaved) and reported as medians.
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// interleaved) and reported as medians. `npm run bench -- --scale …`: cost against the data's
+// size (bench/scale.ts).
+import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import { passwordHashParameters } from '../src/crypto/passwords.js';
+import { openDatabase } from '../src/store/database.js';
 import { startFakeTwilio } from '../test/support/fake-twilio.js';
-import { freePort, SERVICE_MAIN, untilAnswering } from '../test/support/node-process.js';
+import { freePort, SERVICE_MAIN } from '../test/support/node-process.js';
 import { createTestSchema, POSTGRES_URL } from '../test/support/postgres.js';
+import { SignInBrowser } from '../test/support/sign-in-browser.js';
+import {
+  ADMIN_TOKEN,
+  CONNECTIONS,
+  cannon,
+  chargedLoop,
+  type Dialect,
+  type Figures,
+  inParallel,
+  json,
+  median,
+  PASSWORD,
+  phasePeaks,
+  round,
+  serviceEnvironment,
+  spawnServer,
+  stopped,
+} from './measure.js';
 
 // libuv sizes its thread pool once, before this module runs; (e) hashes one per core at a time,
 // so with more cores than libuv's default 4 threads the bench starts itself again with more.
@@ -33,169 +53,8 @@ const extraEnv = Object.fromEntries(
     return match ? [[match[1], match[2]]] : [];
   }),
 );
-const CONNECTIONS = 32;
-const ADMIN_TOKEN = 'bench-admin-token-0123456789';
-const PASSWORD = 'correct horse battery';
 const PLAIN_USERS = 200;
 const MFA_USERS = 300;
-/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux x86-64). */
-const TICKS_PER_SECOND = 100;
-
-type Dialect = 'sqlite' | 'postgres';
-
-interface Figures {
-  requestsPerSecond: number;
-  /** Process CPU time (user + system) divided by the answers served, in microseconds. */
-  cpuMicrosPerRequest: number;
-  /** The same for the PostgreSQL server's processes, when the service runs on one on this machine. */
-  postgresCpuMicrosPerRequest?: number;
-  p50Ms: number;
-  p99Ms: number;
-  /** Answers other than the expected status, and transport errors. */
-  errors: number;
-}
-
-/** The process and its descendants (the service may re-exec itself once), from /proc. */
-function processTree(pid: number): number[] {
-  const children = (() => {
-    try {
-      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-    } catch {
-      return [];
-    }
-  })();
-  return [pid, ...children.flatMap(processTree)];
-}
-
-/**
- * Every PostgreSQL server process on this machine: its backends, WAL writer and the rest share the
- * cores with the service, so the password grant's ceiling counts them too.
- */
-function postgresServerProcesses(): number[] {
-  return readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/comm`, 'utf8') === 'postgres\n';
-      } catch {
-        return false; // ended meanwhile
-      }
-    });
-}
-
-/**
- * CPU seconds (utime + stime) the processes have used so far; with `reapedChildren`, also that of
- * their children that have ended (cutime + cstime): the PostgreSQL server starts and ends a backend
- * per connection, and the pool closes idle ones while it is measured.
- */
-function cpuSecondsOf(processes: number[], { reapedChildren = false } = {}): number {
-  let ticks = 0;
-  for (const member of processes) {
-    try {
-      // The fields after the command name, which may itself hold spaces and parentheses.
-      const stat = readFileSync(`/proc/${member}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime: fields 14 and 15 of stat(5)
-      if (reapedChildren) ticks += Number(fields[13]) + Number(fields[14]); // cutime, cstime
-    } catch {
-      // ended meanwhile
-    }
-  }
-  return ticks / TICKS_PER_SECOND;
-}
-
-/** The largest resident set (VmHWM) the process has had, in MB. */
-function peakMemoryMbOf(pid: number): number {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    return Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
-  } catch {
-    return 0; // ended meanwhile
-  }
-}
-
-/**
- * The service's peak resident set phase by phase: `phaseEnded` reads the peak since the last
- * phase ended, then starts the next from the present size (writing 5 to `clear_refs` resets
- * VmHWM, Linux 4.0 and later). The run's peak is the largest. The service is the deepest process
- * of the tree: on Node 20 a launcher started it with its memory settings (src/start-settings.ts).
- */
-function phasePeaks(pid: number) {
-  const tree = processTree(pid);
-  const service = tree[tree.length - 1] ?? pid;
-  const peaks: Record<string, number> = {};
-  return {
-    peaks,
-    phaseEnded(name: string) {
-      peaks[name] = peakMemoryMbOf(service);
-      try {
-        writeFileSync(`/proc/${service}/clear_refs`, '5');
-      } catch {
-        // not Linux, or not allowed: each later phase then reads the peak so far
-      }
-    },
-    launcherPeakMb: () => (tree.length > 1 ? peakMemoryMbOf(tree[0] ?? pid) : 0),
-  };
-}
-
-/**
- * Runs autocannon against the server whose process is `pid` and charges it the CPU it and its
- * descendants used meanwhile; with `dialect` postgres, the PostgreSQL server's CPU as well.
- */
-async function cannon(
-  pid: number,
-  options: autocannon.Options,
-  { expectedStatus = 200, dialect }: { expectedStatus?: number; dialect?: Dialect } = {},
-): Promise<Figures> {
-  // None when the server runs elsewhere. Listed again at the end: backends started meanwhile count,
-  // ended ones are in their parent's cutime.
-  const postgresHere = dialect === 'postgres' && postgresServerProcesses().length > 0;
-  const postgresCpuSeconds = () =>
-    postgresHere ? cpuSecondsOf(postgresServerProcesses(), { reapedChildren: true }) : 0;
-  const cpuBefore = cpuSecondsOf(processTree(pid));
-  const postgresBefore = postgresCpuSeconds();
-  const result = await autocannon({ connections: CONNECTIONS, duration: durationSeconds, ...options });
-  const cpuSeconds = cpuSecondsOf(processTree(pid)) - cpuBefore;
-  const postgresSeconds = postgresCpuSeconds() - postgresBefore;
-  const answered = result.requests.total;
-  const perAnswer = (seconds: number) => (answered > 0 ? Math.round((seconds / answered) * 1e6) : 0);
-  const unexpected =
-    expectedStatus === 200 ? result.non2xx : answered - (result.statusCodeStats?.[`${expectedStatus}`]?.count ?? 0);
-  return {
-    requestsPerSecond: Math.round(result.requests.average),
-    cpuMicrosPerRequest: perAnswer(cpuSeconds),
-    ...(postgresHere ? { postgresCpuMicrosPerRequest: perAnswer(postgresSeconds) } : {}),
-    p50Ms: result.latency.p50,
-    p99Ms: result.latency.p99,
-    errors: result.errors + result.timeouts + unexpected,
-  };
-}
-
-/** Spawns `node args…` with its output discarded and waits until `url` answers. */
-async function spawnServer(
-  args: string[],
-  env: Record<string, string>,
-  url: string,
-): Promise<ChildProcess & { errorOutput: () => string }> {
-  // The service writes a log line per request: its standard output is discarded, not piped into
-  // this process, so that the load generator spends nothing on it.
-  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let errors = '';
-  child.stderr?.on('data', (chunk) => {
-    if (errors.length < 10_000) errors += chunk;
-  });
-  await untilAnswering(child, url, () => errors);
-  return Object.assign(child, { errorOutput: () => errors });
-}
-
-async function stopped(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
-
 /** (d) The ceiling for GET /mfa/: a bare node:http server answering a fixed small JSON body, in its own process. */
 async function bareNodeHttp(): Promise<Figures> {
   const port = await freePort();
@@ -209,7 +68,7 @@ async function bareNodeHttp(): Promise<Figures> {
     `http://127.0.0.1:${port}/`,
   );
   try {
-    return await cannon(server.pid ?? 0, { url: `http://127.0.0.1:${port}/` });
+    return await cannonFor(server.pid ?? 0, { url: `http://127.0.0.1:${port}/` });
   } finally {
     await stopped(server);
   }
@@ -237,28 +96,6 @@ async function rawArgon2(): Promise<number> {
   return Math.round(done / ((performance.now() - started) / 1000));
 }
 
-async function json(url: string, init: RequestInit & { body?: string } = {}): Promise<any> {
-  const response = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init.headers } });
-  const body = await response.json();
-  if (!response.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${response.status} ${JSON.stringify(body)}`);
-  return body;
-}
-
-/** Runs `work` for `count` items with `concurrency` at a time. */
-async function inParallel<T>(count: number, concurrency: number, work: (index: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = [];
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        const index = next++;
-        results[index] = await work(index);
-      }
-    }),
-  );
-  return results;
-}
-
 /**
  * A forged access token for each request: the real token's header (a known `kid`) and claims
  * with a fresh `jti`, and 64 random bytes for a signature, so no memory of earlier failures helps.
@@ -268,6 +105,77 @@ function forgeryOf(accessToken: string): () => string {
   const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8'));
   return () =>
     `${header}.${Buffer.from(JSON.stringify({ ...claims, jti: randomUUID() })).toString('base64url')}.${randomBytes(64).toString('base64url')}`;
+}
+
+/** autocannon for `durationSeconds`, charged the CPU it cost. */
+function cannonFor(pid: number, options: autocannon.Options, expect: Parameters<typeof cannon>[2] = {}) {
+  return cannon(pid, { duration: durationSeconds, ...options }, expect);
+}
+
+/** Argon2id at its cheapest: a stored hash made with it costs microseconds to verify. */
+const CHEAP_HASH = { memoryCost: 8, timeCost: 1, parallelism: 1 };
+/** The app's redirect URI: never called, the bench reads the code from the redirect. */
+const CALLBACK = 'https://app.example.com/callback';
+
+/** Gives every user the stored hash `passwordHash`, through a connection of the bench's own. */
+async function setEveryPasswordHash(databaseUrl: string, passwordHash: string): Promise<void> {
+  const { db } = await openDatabase(databaseUrl);
+  try {
+    await db.updateTable('user').set({ password_hash: passwordHash }).execute();
+  } finally {
+    await db.destroy();
+  }
+}
+
+/**
+ * One whole sign-in at the hosted page, as a browser and the app make it: the authorization
+ * request (PKCE), the page, the sign-in's state, the password, the second factor when one is
+ * asked for, and the app's code exchange. Throws unless tokens come back.
+ */
+async function hostedSignIn(
+  base: string,
+  app: { client_id: string; client_secret: string },
+  username: string,
+  secondFactor?: () => Record<string, string>,
+): Promise<void> {
+  const browser = new SignInBrowser(base);
+  const verifier = randomBytes(32).toString('base64url');
+  const authorize = new URL(`${base}/mfa/oauth2/authorize/`);
+  authorize.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: app.client_id,
+    redirect_uri: CALLBACK,
+    scope: 'openid',
+    state: randomUUID(),
+    nonce: randomUUID(),
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  }).toString();
+  const opened = await browser.authorize(authorize);
+  if (!('signIn' in opened)) throw new Error('no sign-in page');
+  const page = await browser.request(`${base}/sign-in/?id=${opened.signIn.id}`);
+  if (page.status !== 200) throw new Error(`the page answered ${page.status}`);
+  await page.text();
+  let step = await opened.signIn.password(username, PASSWORD);
+  if (step.step === 'second_factor') {
+    if (!secondFactor) throw new Error('a second factor was asked for');
+    step = await opened.signIn.secondFactor(secondFactor());
+  }
+  const code = new URL(step.location ?? '').searchParams.get('code') ?? '';
+  const tokens = await json(`${base}/mfa/oauth2/token/`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}`,
+    },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: CALLBACK,
+      code_verifier: verifier,
+    }).toString(),
+  });
+  if (!tokens.access_token) throw new Error('no tokens');
 }
 
 interface RunFigures {
@@ -281,6 +189,10 @@ interface RunFigures {
   f_forgedToken: Figures;
   b_passwordGrant: Figures;
   g_refreshGrant: Figures;
+  /** (h) whole sign-ins at the hosted page (password only), with the real hash. */
+  h_hostedSignIns: Figures;
+  /** Around a cheap hash: (b), (h), (c) and (h) with an SMS code, CPU per login. */
+  cheap: { b: Figures; h: Figures; c: Figures; hSms: Figures };
   c_smsLogins: { loginsPerSecond: number; p50Ms: number; p99Ms: number; errors: number };
   d_bareNodeHttp: [Figures, Figures];
   e_rawArgon2PerSecond: [number, number];
@@ -296,37 +208,19 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
   const twilio = await startFakeTwilio();
   const dir = mkdtempSync(join(tmpdir(), 'mfa-bench-'));
   const schema = dialect === 'postgres' ? await createTestSchema() : undefined;
+  const databaseUrl = schema?.databaseUrl ?? `sqlite:${join(dir, 'mfa.sqlite')}`;
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const startedAt = performance.now();
   // As `npm start` runs it: exactly this environment (PATH and HOME aside), nothing inherited.
   const service = await spawnServer(
     [serviceMain],
-    {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      PORT: String(port),
-      NODE_ENV: 'production',
-      DATABASE_URL: schema?.databaseUrl ?? `sqlite:${join(dir, 'mfa.sqlite')}`,
-      ADMIN_TOKEN,
-      SECRET_KEY: 'a benchmark secret key of at least 32 characters',
-      SMS_PROVIDER: 'twilio',
-      TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000009',
-      TWILIO_AUTH_TOKEN: 'twilio-auth-token-for-the-bench',
-      TWILIO_FROM: '+15005550006',
-      TWILIO_API_URL: twilio.url,
-      SMS_USER_HOURLY_LIMIT: '1000',
-      SMS_NUMBER_HOURLY_LIMIT: '1000',
-      SMS_GLOBAL_HOURLY_LIMIT: '10000000',
-      // The users enrol 300 consecutive US numbers in one burst: what the fraud defence is made to stop.
-      SMS_COUNTRY_HOURLY_LIMIT: '10000000',
-      SMS_RANGE_HOURLY_LIMIT: '1000000',
-      SMS_ANOMALY_FLOOR: '10000000',
-      // The logins come from many clients behind a load balancer (X-Forwarded-For below): from one
-      // address, 32 logins in flight would pass its throttle's 20 counted-before-judged attempts.
-      TRUST_PROXY: '127.0.0.1',
-      ...extraEnv,
-    },
+    serviceEnvironment({
+      port,
+      databaseUrl,
+      twilioUrl: twilio.url,
+      extra: extraEnv,
+    }),
     `${base}/mfa/`,
   );
   const readyMs = Math.round(performance.now() - startedAt);
@@ -381,14 +275,14 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     memory.phaseEnded('enrolments');
     console.log('  (d) bare node:http, (a) GET /mfa/, (d) again, (f) forged tokens …');
     const bareBefore = await bareNodeHttp();
-    const mfaStatus = await cannon(
+    const mfaStatus = await cannonFor(
       pid,
       { url: `${base}/mfa/`, headers: { authorization: `Bearer ${accessToken}` } },
       { dialect },
     );
     const bareAfter = await bareNodeHttp();
     const forge = forgeryOf(accessToken);
-    const forged = await cannon(
+    const forged = await cannonFor(
       pid,
       {
         url: `${base}/mfa/`,
@@ -404,10 +298,10 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     memory.phaseEnded('a/f');
     console.log('  (e) raw Argon2id, (b) password grant, (e) again …');
     const argon2Before = await rawArgon2();
-    let next = 0;
-    const passwordGrant = await cannon(
-      pid,
-      {
+    // The password grant for the next plain user each time, from many client addresses.
+    const passwordGrantOptions = (): autocannon.Options => {
+      let next = 0;
+      return {
         url: `${base}/mfa/oauth2/token/`,
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -428,8 +322,19 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
             },
           },
         ],
-      },
-      { dialect },
+      };
+    };
+    const passwordGrant = await cannonFor(pid, passwordGrantOptions(), { dialect });
+    // (h) whole sign-ins at the hosted page, password only, between the same two (e).
+    const app = await json(`${base}/admin/clients`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'Bench app', redirect_uris: [CALLBACK] }),
+    });
+    const signIn = (username: string, secondFactor?: () => Record<string, string>) =>
+      hostedSignIn(base, app, username, secondFactor);
+    const hostedSignIns = await chargedLoop(pid, { concurrency: 16, durationSeconds, dialect }, (index) =>
+      signIn(plain[index % plain.length] ?? ''),
     );
     const argon2After = await rawArgon2();
 
@@ -476,7 +381,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     for (let index = 0; index < CONNECTIONS * 2; index += 1) {
       refreshTokens.push((await token(plain[index % plain.length] ?? '')).refresh_token);
     }
-    const refreshGrant = await cannon(
+    const refreshGrant = await cannonFor(
       pid,
       {
         url: `${base}/mfa/oauth2/token/`,
@@ -498,6 +403,40 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     );
 
     memory.phaseEnded('g');
+
+    // Around a cheap hash (every stored hash replaced; Argon2 verifies with the parameters in the
+    // hash): what a login costs the service and the database besides its hash, by each way in.
+    // Last, so that every earlier figure is measured as before. The SMS users are split in two
+    // halves, each signed in once at most; (c) sent their last codes more than 30 s before.
+    console.log('  around a cheap hash: (b) password grant, (h) sign-ins, (c) SMS logins, (h) SMS sign-ins …');
+    await setEveryPasswordHash(databaseUrl, await argon2Hash(PASSWORD, CHEAP_HASH));
+    const cheapGrant = await cannonFor(pid, passwordGrantOptions(), { dialect });
+    const cheapSignIns = await chargedLoop(pid, { concurrency: 8, durationSeconds, dialect }, (index) =>
+      signIn(plain[index % plain.length] ?? ''),
+    );
+    const half = Math.floor(mfaUsers.length / 2);
+    const cheapSmsLogins = await chargedLoop(
+      pid,
+      { concurrency: 8, durationSeconds, dialect, limit: half },
+      async (index) => {
+        const user = mfaUsers[index];
+        if (!user) throw new Error('no user');
+        const challenge = await token(user.username);
+        if (!challenge.mfa_required) throw new Error('no challenge');
+        const tokens = await token(user.username, { mfa_code: twilio.lastCodeFor(user.e164) });
+        if (!tokens.access_token) throw new Error('no tokens');
+      },
+    );
+    const cheapSmsSignIns = await chargedLoop(
+      pid,
+      { concurrency: 8, durationSeconds, dialect, limit: mfaUsers.length - half },
+      async (index) => {
+        const user = mfaUsers[half + index];
+        if (!user) throw new Error('no user');
+        await signIn(user.username, () => ({ mfa_code: twilio.lastCodeFor(user.e164) }));
+      },
+    );
+    memory.phaseEnded('cheap');
     return {
       dialect,
       readyMs,
@@ -507,6 +446,8 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
       f_forgedToken: forged,
       b_passwordGrant: passwordGrant,
       g_refreshGrant: refreshGrant,
+      h_hostedSignIns: hostedSignIns,
+      cheap: { b: cheapGrant, h: cheapSignIns, c: cheapSmsLogins, hSms: cheapSmsSignIns },
       c_smsLogins: {
         loginsPerSecond: Math.round((completed / smsSeconds) * 10) / 10,
         p50Ms: percentile(0.5),
@@ -525,14 +466,6 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-}
-
-const round = (value: number, digits = 0) => Math.round(value * 10 ** digits) / 10 ** digits;
 
 /** Each figure's median over the runs, and the ratios taken within each run, then their median. */
 function summarise(dialect: Dialect, results: RunFigures[]) {
@@ -561,6 +494,15 @@ function summarise(dialect: Dialect, results: RunFigures[]) {
     f_forgedToken: of((run) => run.f_forgedToken),
     b_passwordGrant: of((run) => run.b_passwordGrant),
     g_refreshGrant: of((run) => run.g_refreshGrant),
+    h_hostedSignIns: of((run) => run.h_hostedSignIns),
+    cheap: {
+      b: of((run) => run.cheap.b),
+      h: of((run) => run.cheap.h),
+      c: of((run) => run.cheap.c),
+      hSms: of((run) => run.cheap.hSms),
+    },
+    /** Peak of the service and its launcher together (each one's VmHWM: an upper bound of the tree's). */
+    treePeakMemoryMb: med((run) => peakMemoryMbOfRun(run) + run.launcherPeakMemoryMb),
     c_smsLoginsPerSecond: med((run) => run.c_smsLogins.loginsPerSecond, 1),
     c_smsLoginsErrors: med((run) => run.c_smsLogins.errors),
     d_bareNodeHttp: {
@@ -597,7 +539,29 @@ function summarise(dialect: Dialect, results: RunFigures[]) {
               2,
             ),
     },
+    signIn: signInRatios(results),
     each: results,
+  };
+}
+
+/** A login's CPU, the service's and (when it runs here) PostgreSQL's. */
+const loginCpu = (figures: Figures) => figures.cpuMicrosPerRequest + (figures.postgresCpuMicrosPerRequest ?? 0);
+
+/** The hosted sign-in's ratios, each taken within a run, then their median. */
+function signInRatios(results: RunFigures[]) {
+  const med = (pick: (run: RunFigures) => number) => round(median(results.map(pick)), 2);
+  const argon2 = (run: RunFigures) => (run.e_rawArgon2PerSecond[0] + run.e_rawArgon2PerSecond[1]) / 2;
+  const cores = availableParallelism();
+  return {
+    /** Sign-ins (password only) per second over raw Argon2id verifications per second (target ≥ 0.8). */
+    h_over_e: med((run) => run.h_hostedSignIns.requestsPerSecond / argon2(run)),
+    /** Around a cheap hash: a sign-in's CPU over the password grant's, service and PostgreSQL (target ≤ 1.5). */
+    cheapH_over_cheapB: med((run) => loginCpu(run.cheap.h) / loginCpu(run.cheap.b)),
+    /** The same with an SMS code: the sign-in's two steps over the grant's two requests. */
+    cheapHsms_over_cheapC: med((run) => loginCpu(run.cheap.hSms) / loginCpu(run.cheap.c)),
+    /** Beside Keycloak's sizing (15 password sign-ins/s and 120 refresh grants/s per vCPU). */
+    signInsPerSecondPerCore: med((run) => run.h_hostedSignIns.requestsPerSecond / cores),
+    refreshesPerSecondPerCore: med((run) => run.g_refreshGrant.requestsPerSecond / cores),
   };
 }
 
@@ -641,7 +605,9 @@ async function main() {
           `${figures.b_passwordGrant.cpuMicrosPerRequest} µs${dialect === 'postgres' ? ` + PostgreSQL ${figures.b_passwordGrant.postgresCpuMicrosPerRequest ?? 'n/a'} µs` : ''}; ` +
           `e ${figures.e_rawArgon2PerSecond.join('/')}/s; g ${figures.g_refreshGrant.requestsPerSecond}/s ` +
           `${figures.g_refreshGrant.cpuMicrosPerRequest} µs${dialect === 'postgres' ? ` + PostgreSQL ${figures.g_refreshGrant.postgresCpuMicrosPerRequest ?? 'n/a'} µs` : ''}; ` +
-          `c ${figures.c_smsLogins.loginsPerSecond}/s; ` +
+          `c ${figures.c_smsLogins.loginsPerSecond}/s; h ${figures.h_hostedSignIns.requestsPerSecond}/s ` +
+          `${figures.h_hostedSignIns.cpuMicrosPerRequest} µs; cheap hash b/h/c/hSms ` +
+          `${[figures.cheap.b, figures.cheap.h, figures.cheap.c, figures.cheap.hSms].map(loginCpu).join('/')} µs; ` +
           `ready ${figures.readyMs} ms; peak ${peakMemoryMbOfRun(figures)} MB (` +
           `${Object.entries(figures.phasePeakMemoryMb)
             .map(([phase, mb]) => `${phase} ${mb}`)
@@ -677,6 +643,11 @@ async function main() {
       '(f) GET /mfa/, forged token (401)': row(summary.f_forgedToken),
       '(b) password grant': row(summary.b_passwordGrant),
       '(g) refresh grant': row(summary.g_refreshGrant),
+      '(h) hosted sign-ins, password': row(summary.h_hostedSignIns),
+      'cheap hash: (b) password grant': row(summary.cheap.b),
+      'cheap hash: (h) hosted sign-ins': row(summary.cheap.h),
+      'cheap hash: (c) SMS logins, grant': row(summary.cheap.c),
+      'cheap hash: (h) SMS sign-ins': row(summary.cheap.hSms),
       '(c) SMS MFA logins': row({ requestsPerSecond: summary.c_smsLoginsPerSecond, errors: summary.c_smsLoginsErrors }),
       '(d) bare node:http': row(summary.d_bareNodeHttp),
       '(e) raw Argon2id (@node-rs/argon2)': row({ requestsPerSecond: summary.e_rawArgon2PerSecond }),
@@ -688,6 +659,13 @@ async function main() {
         `ready ${summary.readyMs} ms (< 1000)   peak memory ${summary.peakMemoryMb} MB, at most ${summary.maxPeakMemoryMb} (< 160), ` +
         `launcher ${summary.launcherPeakMemoryMb} MB   ` +
         `(requests/s a/d = ${ratios.a_over_d})`,
+    );
+    const { signIn } = summary;
+    console.log(
+      `sign-in h/e = ${signIn.h_over_e} (≥ 0.8)   cheap hash, CPU per login: sign-in/grant = ${signIn.cheapH_over_cheapB} (≤ 1.5), ` +
+        `with SMS ${signIn.cheapHsms_over_cheapC}   per core: ${signIn.signInsPerSecondPerCore} sign-ins/s (Keycloak: 15), ` +
+        `${signIn.refreshesPerSecondPerCore} refresh grants/s (Keycloak: 120)   ` +
+        `service and launcher at their peaks ${summary.treePeakMemoryMb} MB`,
     );
   }
   const sqlite = summaries.find((summary) => summary.dialect === 'sqlite');
@@ -722,4 +700,6 @@ async function main() {
   console.log(`figures written to ${file}`);
 }
 
-await main();
+// The scale mode (bench/scale.ts) seeds large databases: behind an option, as it takes far longer.
+if (argv.includes('--scale')) await import('./scale.js');
+else await main();

@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, LogController } from 'fastify';
 import type { Kysely } from 'kysely';
 import pino, { type DestinationStream } from 'pino';
 import { createAuditTrail } from './audit/audit-trail.js';
+import { createRetentionWorker } from './audit/retention-worker.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import { deriveKey } from './crypto/secrets.js';
@@ -104,6 +105,8 @@ export interface AppDeps {
   pagesDir?: string;
   /** OpenTelemetry, when OTEL_EXPORTER_OTLP_ENDPOINT is set (src/tracing.ts). */
   tracing?: Tracing;
+  /** How often the node asks whether the hourly retention clean-up is due (default a minute). */
+  retentionCheckEveryMs?: number;
 }
 
 /** The browser pages, each built from web/<name>/ into dist/<name>/ and served at /<name>/. */
@@ -165,7 +168,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const messageSealingKey = deriveKey(hashSecret, MESSAGE_SEALING_PURPOSE);
   const outbox = createMessageOutbox({ clock, sealingKey: messageSealingKey });
   const notices = createSecurityNotices({ outbox, serviceName: config.serviceName, issuer: config.issuer });
-  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays, notices });
+  const audit = createAuditTrail({ store, clock, notices });
   const countries = createCountryBudgets({ store, clock, limits: config.smsLimits, audit });
   const { registry, metrics } = createMetrics({
     countEnabledUsers: () => store.factors.countUsersWithMfa(),
@@ -324,6 +327,13 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   };
   const webhooks = createWebhookEndpoints({ store, clock, ...webhookSettings });
   const deliveryWorker = createDeliveryWorker({ store, clock, metrics, log: rootLogger, ...webhookSettings });
+  const retentionWorker = createRetentionWorker({
+    store,
+    clock,
+    retentionDays: config.auditRetentionDays,
+    log: rootLogger,
+    checkEveryMs: deps.retentionCheckEveryMs,
+  });
   const requireAccessToken = createRequireAccessToken(accessTokens);
   const requireAdmin = createRequireAdmin({
     adminToken: config.adminToken,
@@ -514,9 +524,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.
-  app.addHook('onClose', () => Promise.all([deliveryWorker.stop(), messageWorker.stop()]));
+  app.addHook('onClose', () => Promise.all([deliveryWorker.stop(), messageWorker.stop(), retentionWorker.stop()]));
   await app.ready();
   deliveryWorker.start();
   messageWorker.start();
+  retentionWorker.start();
   return app;
 }

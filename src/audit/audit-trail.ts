@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { BaseLogger } from 'pino';
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { noticeFor, type SecurityNotices } from '../notices/security-notices.js';
 import type { SecurityEvent } from '../store/security-events.js';
 import type { Store } from '../store/store.js';
@@ -51,28 +51,13 @@ export type SecurityEventType =
   | 'recovery_cancelled'
   | 'recovery_completed';
 
-const HOUR_MS = 3_600_000;
-
 /**
  * The security events kept in the database: time, user, client address and outcome, never a
  * secret. Those that are webhook events also go to the webhook outbox, and those that are security
- * notices to the user's address (CONTRACT §20), in the same transaction. Events older than
- * `retentionDays`, and the finished deliveries and messages of such events, are deleted (by each
- * node, at most once an hour).
+ * notices to the user's address (CONTRACT §20), in the same transaction. Events past the retention
+ * window are deleted off the request path (retention-worker.ts).
  */
-export function createAuditTrail({
-  store,
-  clock,
-  retentionDays,
-  notices,
-}: {
-  store: Store;
-  clock: Clock;
-  retentionDays: number;
-  notices: SecurityNotices;
-}) {
-  const pruneDue = onceAnHour();
-
+export function createAuditTrail({ store, clock, notices }: { store: Store; clock: Clock; notices: SecurityNotices }) {
   /**
    * Records the event and, when it is a webhook event or a notice, puts it in the outbox. Pass
    * `tx`, the store of the transaction that makes the change, so that the event is written if and
@@ -97,14 +82,6 @@ export function createAuditTrail({
     };
     // Alone (a throttle has no change to join), the event and its outbox rows still go together.
     await (webhookType || notice ? tx.transaction(write) : write(tx));
-    // Only outside a caller's transaction: there a rollback would undo the pruning, and on SQLite
-    // the service's store waits for that transaction's one connection, which waits for this.
-    if (tx === store && pruneDue(now)) {
-      const cutoff = new Date(now.getTime() - retentionDays * 24 * HOUR_MS);
-      await store.securityEvents.deleteSecurityEventsBefore(cutoff);
-      await store.webhooks.deleteFinishedDeliveriesBefore(cutoff);
-      await store.outbox.deleteFinishedMessagesBefore(cutoff);
-    }
   }
 
   /** The user's latest events, newest first. */

@@ -51,7 +51,7 @@ async function createServices(store: Store, config: Config) {
     serviceName: config.serviceName,
     issuer: config.issuer,
   });
-  const audit = createAuditTrail({ store, clock, retentionDays: config.auditRetentionDays, notices });
+  const audit = createAuditTrail({ store, clock, notices });
   const sessions = createSessions({ accessTokenTtlSeconds });
   return {
     accounts: createAccounts({ store, clock, audit, sessions }),

@@ -8,6 +8,8 @@ import {
   type Generated,
   Kysely,
   type MigrationLockOptions,
+  PostgresAdapter,
+  type SelectQueryBuilder,
   SqliteAdapter,
   SqliteDialect,
   sql,
@@ -449,6 +451,12 @@ export interface UserCountTable {
   value: number;
 }
 
+/** When each node-shared periodic job is next due; the node that moves `due_at` on runs it (issue 33). */
+export interface ScheduledJobTable {
+  name: string;
+  due_at: IsoTime;
+}
+
 export interface Database {
   user: UserTable;
   user_count: UserCountTable;
@@ -479,12 +487,26 @@ export interface Database {
   webhook_attempt: WebhookAttemptTable;
   outbox_message: OutboxMessageTable;
   recovery_request: RecoveryRequestTable;
+  scheduled_job: ScheduledJobTable;
 }
 
 /** What repository functions run on: the database itself or a transaction. */
 export type Executor = Kysely<Database> | Transaction<Database> | ControlledTransaction<Database>;
 
 export type DatabaseDialect = 'sqlite' | 'postgres';
+
+/**
+ * On PostgreSQL, the rows the query picks for a write skip those another transaction holds
+ * instead of waiting for them: two nodes working through one table take different rows, and a
+ * clean-up cannot lock rows in an order that closes a cycle with a request's. (SQLite has one
+ * writer at a time and no row locks.)
+ */
+export function skipLockedOnPostgres<DB, TB extends keyof DB, O>(
+  db: Executor,
+  query: SelectQueryBuilder<DB, TB, O>,
+): SelectQueryBuilder<DB, TB, O> {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? query.forUpdate().skipLocked() : query;
+}
 
 export interface OpenDatabase {
   db: Kysely<Database>;

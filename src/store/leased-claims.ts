@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Kysely, PostgresAdapter, type Selectable } from 'kysely';
-import type { Database, Executor } from './database.js';
+import type { Kysely, Selectable } from 'kysely';
+import { type Database, type Executor, skipLockedOnPostgres } from './database.js';
 
 /** The outboxes whose rows workers claim with a lease: `status`, `due_at`, `attempts`, `lease_id`. */
 type LeasedTable = 'webhook_delivery' | 'outbox_message';
@@ -32,7 +32,7 @@ export async function claimDueRows<T extends LeasedTable, C extends keyof Select
     .limit(1)
     .executeTakeFirst();
   if (!anyDue) return { leaseId, rows: [] };
-  let candidates = any
+  const candidates = any
     .selectFrom(from)
     .select('id')
     .where('status', '=', 'pending')
@@ -40,11 +40,10 @@ export async function claimDueRows<T extends LeasedTable, C extends keyof Select
     .$if((claim.exceptIds?.length ?? 0) > 0, (query) => query.where('id', 'not in', claim.exceptIds ?? []))
     .orderBy('due_at')
     .limit(claim.limit);
-  if (db.getExecutor().adapter instanceof PostgresAdapter) candidates = candidates.forUpdate().skipLocked();
   const rows = await any
     .updateTable(from)
     .set((eb) => ({ attempts: eb('attempts', '+', 1), lease_id: leaseId, due_at: claim.leaseUntil.toISOString() }))
-    .where('id', 'in', candidates)
+    .where('id', 'in', skipLockedOnPostgres(db, candidates))
     // Checked again on the row itself: PostgreSQL re-reads a row another claim changed meanwhile.
     .where('status', '=', 'pending')
     .where('due_at', '<=', now)

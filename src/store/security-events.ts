@@ -1,4 +1,4 @@
-import type { Executor } from './database.js';
+import { type Executor, skipLockedOnPostgres } from './database.js';
 
 export interface SecurityEvent {
   id: string;
@@ -47,7 +47,17 @@ export async function listSecurityEvents(db: Executor, userId: string, limit: nu
   }));
 }
 
-/** Deletes the events that happened before `cutoff` (past the retention window). */
-export async function deleteSecurityEventsBefore(db: Executor, cutoff: Date): Promise<void> {
-  await db.deleteFrom('security_event').where('occurred_at', '<', cutoff.toISOString()).execute();
+/** Deletes at most `limit` of the events that happened before `cutoff`, oldest first; returns how many. */
+export async function deleteSecurityEventsBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  const oldest = db
+    .selectFrom('security_event')
+    .select('id')
+    .where('occurred_at', '<', cutoff.toISOString())
+    .orderBy('occurred_at')
+    .limit(limit);
+  const result = await db
+    .deleteFrom('security_event')
+    .where('id', 'in', skipLockedOnPostgres(db, oldest))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

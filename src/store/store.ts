@@ -16,6 +16,7 @@ import * as recoveryRequests from './recovery-requests.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as rememberedDevices from './remembered-devices.js';
 import * as revokedTokens from './revoked-tokens.js';
+import * as scheduledJobs from './scheduled-jobs.js';
 import * as securityEvents from './security-events.js';
 import * as secrets from './service-secrets.js';
 import * as signInSessions from './sign-in-sessions.js';
@@ -70,6 +71,7 @@ export interface Store {
   operatorViews: Bound<typeof operatorViews>;
   outbox: Bound<typeof outbox>;
   recoveryRequests: Bound<typeof recoveryRequests>;
+  scheduledJobs: Bound<typeof scheduledJobs>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
 }
 
@@ -102,6 +104,7 @@ export function createStore(db: Executor): Store {
     operatorViews: bind(operatorViews, db),
     outbox: bind(outbox, db),
     recoveryRequests: bind(recoveryRequests, db),
+    scheduledJobs: bind(scheduledJobs, db),
     // Inside a transaction, nested work joins it.
     transaction: (work) =>
       db.isTransaction ? work(store) : (db as Kysely<Database>).transaction().execute((trx) => work(createStore(trx))),

@@ -1,5 +1,5 @@
-import { type Expression, type ExpressionBuilder, PostgresAdapter } from 'kysely';
-import type { Database, Executor } from './database.js';
+import type { Expression, ExpressionBuilder } from 'kysely';
+import { type Database, type Executor, skipLockedOnPostgres } from './database.js';
 
 /** How a scope's attempts are limited, with the times already worked out for this attempt. */
 export interface AttemptRule {
@@ -287,9 +287,12 @@ export async function findBlockedUntil(db: Executor, scopes: string[], now: Date
 /** Forgets every scope whose last attempt came before `cutoff`. */
 export async function deleteAttemptsBefore(db: Executor, cutoff: Date): Promise<void> {
   const before = cutoff.toISOString();
-  let stale = db.selectFrom('login_throttle').select('scope').where('last_failure_at', '<', before);
+  const stale = db.selectFrom('login_throttle').select('scope').where('last_failure_at', '<', before);
   // PostgreSQL: a row a reservation holds is skipped, not waited for. The delete would lock rows
   // in its scan's order and a reservation locks its scopes in its own: waiting could close a cycle.
-  if (db.getExecutor().adapter instanceof PostgresAdapter) stale = stale.forUpdate().skipLocked();
-  await db.deleteFrom('login_throttle').where('scope', 'in', stale).where('last_failure_at', '<', before).execute();
+  await db
+    .deleteFrom('login_throttle')
+    .where('scope', 'in', skipLockedOnPostgres(db, stale))
+    .where('last_failure_at', '<', before)
+    .execute();
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Executor, WebhookDeliveryStatus } from './database.js';
+import { type Executor, skipLockedOnPostgres, type WebhookDeliveryStatus } from './database.js';
 import { claimDueRows } from './leased-claims.js';
 
 export interface WebhookEndpoint {
@@ -279,13 +279,23 @@ export async function listDeliveryAttempts(
   ].slice(0, limit);
 }
 
-/** Deletes the deliveries done (succeeded or given up) of events made before `cutoff`, with their attempts. */
-export async function deleteFinishedDeliveriesBefore(db: Executor, cutoff: Date): Promise<void> {
-  await db
-    .deleteFrom('webhook_delivery')
-    .where('status', '!=', 'pending')
+/**
+ * Deletes at most `limit` of the deliveries done (succeeded or given up) of events made before
+ * `cutoff`, oldest first, with their attempts; returns how many.
+ */
+export async function deleteFinishedDeliveriesBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  const oldest = db
+    .selectFrom('webhook_delivery')
+    .select('id')
     .where('created_at', '<', cutoff.toISOString())
-    .execute();
+    .where('status', '!=', 'pending')
+    .orderBy('created_at')
+    .limit(limit);
+  const result = await db
+    .deleteFrom('webhook_delivery')
+    .where('id', 'in', skipLockedOnPostgres(db, oldest))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 /** How many deliveries are not yet done, and when the oldest of them was made (undefined: none). */

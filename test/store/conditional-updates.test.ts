@@ -8,6 +8,8 @@ import type { Database } from '../../src/store/database.js';
 import { advanceCounter, replacePendingFactor } from '../../src/store/mfa-factors.js';
 import { migrateToLatest } from '../../src/store/migrate.js';
 import { countAttempt, markUsed, replaceCode } from '../../src/store/one-time-codes.js';
+import { claimDueJob } from '../../src/store/scheduled-jobs.js';
+import { deleteSecurityEventsBefore, insertSecurityEvent } from '../../src/store/security-events.js';
 import {
   type AttemptRule,
   deleteAttemptsBefore,
@@ -318,5 +320,43 @@ describe('accept a step only once', () => {
     assert.equal(await advanceCounter(db, 'f-1', 1000), false);
     assert.equal(await advanceCounter(db, 'f-1', 999), false);
     assert.equal(await advanceCounter(db, 'f-1', 1001), true);
+  });
+});
+
+describe('a periodic job, once among the nodes', () => {
+  test('of 20 simultaneous claims of a job never run, one wins; none before it is due again, then one', async () => {
+    const inAnHour = new Date(NOW.getTime() + 3_600_000);
+    const first = await twenty(() => claimDueJob(db, 'job-1', NOW, inAnHour));
+    assert.equal(first.filter(Boolean).length, 1);
+    assert.equal(await claimDueJob(db, 'job-1', new Date(inAnHour.getTime() - 1), inAnHour), false);
+    const later = await twenty(() => claimDueJob(db, 'job-1', inAnHour, new Date(inAnHour.getTime() + 3_600_000)));
+    assert.equal(later.filter(Boolean).length, 1);
+  });
+});
+
+describe('the retention deletes', () => {
+  test('take at most the batch, oldest first, and only what is past the cutoff; two at once take different rows', async () => {
+    const at = (minutes: number) => new Date(NOW.getTime() + minutes * 60_000);
+    for (let minute = 0; minute < 30; minute += 1) {
+      await insertSecurityEvent(db, { id: `old-${minute}`, occurredAt: at(minute), type: 'login', outcome: 'success' });
+    }
+    await insertSecurityEvent(db, { id: 'kept', occurredAt: at(60), type: 'login', outcome: 'success' });
+    const cutoff = at(45);
+    assert.equal(await deleteSecurityEventsBefore(db, cutoff, 4), 4);
+    const left = await db.selectFrom('security_event').select('id').where('id', 'like', 'old-%').execute();
+    assert.deepEqual(left.map((row) => row.id).sort(), Array.from({ length: 26 }, (_, i) => `old-${i + 4}`).sort());
+    // Ten batches of 5 at once for the 26 left: each row deleted once, 26 in all.
+    const counts = await Promise.all(Array.from({ length: 10 }, () => deleteSecurityEventsBefore(db, cutoff, 5)));
+    const more = await deleteSecurityEventsBefore(db, cutoff, 5);
+    assert.equal(counts.reduce((sum, count) => sum + count, 0) + more, 26);
+    const rest = await db
+      .selectFrom('security_event')
+      .select('id')
+      .where('occurred_at', '>=', NOW.toISOString())
+      .execute();
+    assert.deepEqual(
+      rest.map((row) => row.id),
+      ['kept'],
+    );
   });
 });

@@ -56,6 +56,8 @@ export interface ServiceOptions {
   pagesDir?: string;
   /** The service's clock (default: a TestClock at the present time). */
   clock?: TestClock;
+  /** How often the retention clean-up is asked whether it is due (default a minute). */
+  retentionCheckEveryMs?: number;
 }
 
 /**
@@ -94,7 +96,8 @@ export async function startService(options: ServiceOptions = {}) {
     await options.legacy.seed(db as unknown as Kysely<any>);
   }
   await migrateToLatest(db);
-  const app = await buildApp(config, { db, clock, logStream, pagesDir: options.pagesDir });
+  const appDeps = { db, clock, logStream, pagesDir: options.pagesDir };
+  const app = await buildApp(config, { ...appDeps, retentionCheckEveryMs: options.retentionCheckEveryMs });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 
@@ -125,9 +128,17 @@ export async function startService(options: ServiceOptions = {}) {
       );
       return dumps.join('\n');
     },
-    /** Runs a statement on the service's database, as an older version or an operator would. */
-    async execute(query: RawBuilder<unknown>): Promise<void> {
-      await query.execute(db);
+    /** Runs a statement on the service's database, as an older version or an operator would; returns its rows. */
+    async execute<Row>(query: RawBuilder<Row>): Promise<Row[]> {
+      return (await query.execute(db)).rows;
+    },
+    /**
+     * Starts another node of the service on the same database and clock (not listening: its
+     * workers run); resolves with its close function.
+     */
+    async startAnotherNode(nodeOptions: { retentionCheckEveryMs?: number } = {}): Promise<() => Promise<void>> {
+      const node = await buildApp(config, { ...appDeps, ...nodeOptions });
+      return () => node.close();
     },
     /** The rows a query reads from the service's database (the outbox's state, say). */
     async rows<Row>(query: RawBuilder<Row>): Promise<Row[]> {
