@@ -77,6 +77,7 @@ import type { Tracing } from './tracing.js';
 import { createAccounts } from './users/accounts.js';
 import { createEmails } from './users/emails.js';
 import { createInviteRedemption, createInvites } from './users/invites.js';
+import { createPasswordReset } from './users/password-reset.js';
 import { createPasswords } from './users/passwords.js';
 import { createDeliveryWorker } from './webhooks/delivery-worker.js';
 import { createWebhookEndpoints, WEBHOOK_SEALING_PURPOSE } from './webhooks/endpoints.js';
@@ -253,12 +254,13 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const accounts = createAccounts({ store, clock, audit, sessions });
   const invites = createInvites({ store, audit, clock, issuer: config.issuer });
   const inviteRedemption = createInviteRedemption({ store, passkeys: webauthn, tokens, audit, clock });
+  const mail =
+    config.mail.kind === 'smtp'
+      ? createSmtpSender(config.mail)
+      : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line)));
   const emails = createEmails({
     store,
-    mail:
-      config.mail.kind === 'smtp'
-        ? createSmtpSender(config.mail)
-        : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line))),
+    mail,
     stepUp,
     audit,
     clock,
@@ -267,6 +269,16 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     serviceName: config.serviceName,
   });
   const passwordChanges = createPasswords({ store, passwords, stepUp, sessions, audit, clock });
+  const passwordReset = createPasswordReset({
+    store,
+    mail,
+    sessions,
+    audit,
+    clock,
+    key: deriveKey(hashSecret, 'password-reset'),
+    issuer: config.issuer,
+    serviceName: config.serviceName,
+  });
   const webhookSettings = {
     sealingKey: deriveKey(hashSecret, WEBHOOK_SEALING_PURPOSE),
     allowPrivate: config.webhookAllowPrivate,
@@ -411,7 +423,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   totpRoutes(app, { totp, requireAccessToken });
   webauthnRoutes(app, { webauthn, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
-  passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
+  passwordRoutes(app, { passwords: passwordChanges, reset: passwordReset, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
   operatorViewRoutes(app, { store, clock, requireAdmin });
@@ -459,6 +471,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.
   app.addHook('onClose', () => deliveryWorker.stop());
+  app.addHook('onClose', () => passwordReset.drain());
   await app.ready();
   deliveryWorker.start();
   return app;

@@ -30,6 +30,8 @@ export type ErrorCode =
   | 'no_password'
   // Passwords (CONTRACT §20)
   | 'weak_password'
+  | 'invalid_reset_token'
+  | 'reset_rate_limited'
   // Email (CONTRACT §20)
   | 'email_cooldown'
   | 'email_rate_limited'

@@ -37,6 +37,8 @@ const STATUS: Record<ErrorCode, number> = {
   too_few_passkeys: 409,
   no_password: 409,
   weak_password: 400,
+  invalid_reset_token: 400,
+  reset_rate_limited: 429,
   email_cooldown: 429,
   email_rate_limited: 429,
   email_address_rejected: 400,

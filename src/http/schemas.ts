@@ -287,6 +287,20 @@ export const PasswordChangeBody = Type.Object({
   new_password: NewPassword,
 });
 
+/** CONTRACT §20: "forgot password" names the account by one of these. */
+export const PasswordResetRequestBody = Type.Object({
+  username: Type.Optional(Type.String({ minLength: 1, maxLength: 150, description: 'the username (or send email)' })),
+  email: Type.Optional(Email),
+});
+
+/** The same `{}` whether or not an account was found. */
+export const PasswordResetAccepted = Type.Object({}, { additionalProperties: false });
+
+export const PasswordResetBody = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 200, description: 'the token of the link mailed (?token=…)' }),
+  new_password: NewPassword,
+});
+
 // No NUL in a name: PostgreSQL text cannot store one, so both dialects refuse it alike.
 const MfaChallengeStyle = Type.Union([Type.Literal('seed'), Type.Literal('error')], {
   description: '"seed" (200 {mfa_required}) or "error" (403 mfa_required with an mfa_token)',

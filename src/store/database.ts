@@ -404,6 +404,17 @@ export interface EmailCodeTable {
   created_at: IsoTime;
 }
 
+/** CONTRACT §20: the user's one password-reset link, by its keyed hash; spent once. */
+export interface PasswordResetTable {
+  user_id: string;
+  token_hash: string;
+  /** The verified address the link was mailed to. */
+  email: string;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
 /** Counts kept in the writes that change them, so that reading one costs one row (issue 33). */
 export interface UserCountTable {
   /** `mfa_enabled`: users with MFA on. */
@@ -426,6 +437,7 @@ export interface Database {
   mfa_factor: MfaFactorTable;
   one_time_code: OneTimeCodeTable;
   email_code: EmailCodeTable;
+  password_reset: PasswordResetTable;
   sms_cooldown: SmsCooldownTable;
   sms_counter: SmsCounterTable;
   sms_country_pause: SmsCountryPauseTable;

@@ -11,6 +11,7 @@ import * as mfaTokens from './mfa-tokens.js';
 import * as codes from './one-time-codes.js';
 import * as operatorViews from './operator-views.js';
 import * as passkeySignIns from './passkey-sign-in-challenges.js';
+import * as passwordResets from './password-resets.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as rememberedDevices from './remembered-devices.js';
 import * as revokedTokens from './revoked-tokens.js';
@@ -64,6 +65,7 @@ export interface Store {
   authorizationCodes: Bound<typeof authorizationCodes>;
   invites: Bound<typeof invites>;
   passkeySignIns: Bound<typeof passkeySignIns>;
+  passwordResets: Bound<typeof passwordResets>;
   rememberedDevices: Bound<typeof rememberedDevices>;
   operatorViews: Bound<typeof operatorViews>;
   transaction<T>(work: (store: Store) => Promise<T>): Promise<T>;
@@ -94,6 +96,7 @@ export function createStore(db: Executor): Store {
     authorizationCodes: bind(authorizationCodes, db),
     invites: bind(invites, db),
     passkeySignIns: bind(passkeySignIns, db),
+    passwordResets: bind(passwordResets, db),
     rememberedDevices: bind(rememberedDevices, db),
     operatorViews: bind(operatorViews, db),
     // Inside a transaction, nested work joins it.

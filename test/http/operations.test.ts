@@ -537,6 +537,7 @@ const EMPTY_SUCCESS = new Set([
   'DELETE /admin/webhooks/:id',
   'DELETE /admin/clients/:id',
   'PUT /mfa/password/',
+  'PUT /mfa/password/reset/',
   'DELETE /mfa/password/',
   'DELETE /mfa/devices/:id/',
   'POST /admin/users/:id/password',

@@ -16,6 +16,7 @@ import * as rememberedDevices from './2026_11_27_0900_remembered_devices.js';
 import * as userEmail from './2026_11_27_1000_user_email.js';
 import * as operators from './2026_11_27_1200_operators.js';
 import * as userCounts from './2026_11_27_1300_user_counts.js';
+import * as passwordReset from './2026_11_27_1430_password_reset.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_1000_user_email': userEmail,
   '2026_11_27_1200_operators': operators,
   '2026_11_27_1300_user_counts': userCounts,
+  '2026_11_27_1430_password_reset': passwordReset,
 };
