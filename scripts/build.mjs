@@ -22,8 +22,11 @@ if (existsSync('dist/main.js') && statSync('dist/main.js').mtimeMs > Math.max(..
   process.exit(0);
 }
 
-/** The browser pages: each is web/<name>/ (index.html and main.ts), served at /<name>/ from dist/<name>/. */
-const PAGES = ['account', 'sign-in'];
+/**
+ * The browser pages: each is web/<name>/ (index.html and main.ts), served at /<name>/ from dist/<name>/.
+ * account/reset (the page a password-reset link opens) is built after account, inside its folder.
+ */
+const PAGES = ['account', 'sign-in', 'account/reset'];
 
 // Built beside dist/ and then swapped in, so dist/ is never half written.
 const staging = `dist.${process.pid}`;

@@ -100,7 +100,7 @@ export interface AppDeps {
 }
 
 /** The browser pages, each built from web/<name>/ into dist/<name>/ and served at /<name>/. */
-const PAGE_NAMES = ['account', 'sign-in'] as const;
+const PAGE_NAMES = ['account', 'sign-in', 'account/reset'] as const;
 
 /** Paths the logger blanks, should anything ever put them in a log line. */
 const REDACTED = [

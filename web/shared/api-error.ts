@@ -12,3 +12,20 @@ export class ApiError extends Error {
     super(`${code}: ${description}`);
   }
 }
+
+/** The error a refused answer carries, from its `{error, error_description}` body (`text`) and `Retry-After`. */
+export function apiErrorOf(response: Response, text: string): ApiError {
+  let fields: { error?: unknown; error_description?: unknown } = {};
+  try {
+    fields = text ? JSON.parse(text) : {};
+  } catch {
+    // Not JSON (a proxy's page): the status says what there is to say.
+  }
+  const retryAfter = Number(response.headers.get('retry-after'));
+  return new ApiError(
+    response.status,
+    typeof fields.error === 'string' ? fields.error : `http_${response.status}`,
+    typeof fields.error_description === 'string' ? fields.error_description : response.statusText,
+    Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+  );
+}

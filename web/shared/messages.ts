@@ -68,6 +68,14 @@ function describeApiError(error: ApiError, step: SignInStep): string {
       return 'The SMS could not be sent: the provider failed. Try again in a minute.';
     case 'sms_timeout':
       return 'The SMS provider did not answer in time. The code may still arrive; wait a minute before asking for another.';
+    case 'reset_rate_limited':
+      return `Several links were asked for this name lately. Use the newest mail, or try again in ${wait}.`;
+    case 'invalid_reset_token':
+      if (/already used/.test(error.description))
+        return 'This link was already used. Ask for a new one with “Forgot password?” when you sign in.';
+      if (/expired/.test(error.description))
+        return 'This link has expired: links work for 30 minutes. Ask for a new one with “Forgot password?” when you sign in.';
+      return 'This link no longer works (a newer link replaces it, and a changed email address ends it). Ask for a new one with “Forgot password?” when you sign in.';
     case 'database_unavailable':
     case 'server_error':
     case 'not_ready':

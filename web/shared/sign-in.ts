@@ -9,9 +9,13 @@ import {
   WebAuthnAbortService,
 } from '@simplewebauthn/browser';
 import { ApiError } from './api-error.js';
-import { byId, digitsOf, el, whileBusy } from './dom.js';
+import { byId, closeOnEscape, digitsOf, el, whileBusy } from './dom.js';
 import { describeError, type SignInStep } from './messages.js';
 import { clearNotices, say, warn } from './notices.js';
+import { askForResetLink, LINK_ASKED } from './password-reset.js';
+
+/** Every page is served at <base>/<page>/, with the API at <base>/mfa/…. */
+const serviceBase = new URL('../', location.href);
 
 export type FactorType = 'sms' | 'totp' | 'webauthn';
 export type Method = FactorType | 'backup';
@@ -131,6 +135,10 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   const choices = byId('factor-choices');
   const passkeyBox = byId('passkey-sign-in-box');
   const passkeyButton = byId<HTMLButtonElement>('passkey-sign-in');
+  const forgotOpen = byId<HTMLButtonElement>('forgot-open');
+  const forgotForm = byId<HTMLFormElement>('forgot-form');
+  const forgotName = byId<HTMLInputElement>('forgot-name');
+  const forgotBack = byId<HTMLButtonElement>('forgot-back');
 
   let attempt: Attempt | undefined;
   /** Passkeys are offered on this screen (the username's autofill and the button). */
@@ -149,6 +157,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     passwordInput.value = '';
     codeInput.value = '';
     factorForm.hidden = true;
+    forgotForm.hidden = true;
     passwordForm.hidden = false;
   }
 
@@ -163,6 +172,8 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     usernameInput.readOnly = screen.username !== undefined;
     usernameInput.value = screen.username ?? '';
     cancelSignIn.hidden = !screen.cancellable;
+    // A re-authentication knows the account: a reset from there would end the very login it serves.
+    forgotOpen.hidden = screen.username !== undefined;
     section.hidden = false;
     document.title = screen.documentTitle;
     (screen.username === undefined ? usernameInput : passwordInput).focus();
@@ -417,6 +428,41 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   }
 
   resend.addEventListener('click', () => void choose('sms'));
+
+  // "Forgot password?" (CONTRACT §20): the link goes by mail; this screen only says what happens next.
+  forgotOpen.addEventListener('click', () => {
+    clearNotices();
+    forgotName.value = usernameInput.value.trim();
+    passwordForm.hidden = true;
+    forgotForm.hidden = false;
+    forgotName.focus();
+  });
+
+  function closeForgot() {
+    clearNotices();
+    forgotForm.hidden = true;
+    passwordForm.hidden = false;
+    forgotOpen.focus();
+  }
+  forgotBack.addEventListener('click', closeForgot);
+  closeOnEscape(forgotForm, closeForgot);
+
+  forgotForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const name = forgotName.value.trim();
+    if (!name) {
+      warn('Enter your username or email address.', forgotName);
+      return;
+    }
+    void whileBusy(forgotForm, async () => {
+      try {
+        await askForResetLink(serviceBase, name);
+        say(LINK_ASKED, forgotForm);
+      } catch (error) {
+        warn(describeError(error, 'other'), forgotName);
+      }
+    });
+  });
 
   factorCancel.addEventListener('click', () => {
     clearNotices();

@@ -91,7 +91,10 @@ export function pageRoutes(app: App, { name, page }: { name: string; page: Page 
 
   app.get(`/${name}/`, { schema: { hide: true } }, async (request, reply) => {
     // The page names its files and the API relative to itself, so it must be at …/<name>/.
-    if (!request.url.split('?')[0]?.endsWith('/')) return reply.redirect(`${name}/`, 308);
+    // Relative to the request's own folder (/account/reset → reset/), its query kept (a reset link's token).
+    const [path = '', query] = request.url.split('?');
+    if (!path.endsWith('/'))
+      return reply.redirect(`${name.split('/').at(-1)}/${query === undefined ? '' : `?${query}`}`, 308);
     if (!page) throw notBuilt();
     // no-cache: the HTML names the current hashed files, so it is checked on every visit.
     return reply
