@@ -67,7 +67,7 @@ describe('forgot password, in the browser', () => {
     await button(page, 'Forgot password?').click();
     await page.getByRole('heading', { name: 'Forgot your password?' }).waitFor();
     assert.equal(await page.locator('#forgot-name').inputValue(), USERNAME, 'the username typed is kept');
-    assert.equal(await page.evaluate(() => document.activeElement?.id), 'forgot-name');
+    assert.equal(await page.evaluate<string>('document.activeElement?.id'), 'forgot-name');
     await button(page, 'Email me a link').click();
     await notice(page, 'status', LINK_ASKED);
     await screenshots(page, 'forgot-password');
@@ -77,7 +77,7 @@ describe('forgot password, in the browser', () => {
     await notice(page, 'status', LINK_ASKED);
     await page.keyboard.press('Escape');
     await page.getByRole('button', { name: 'Continue' }).waitFor();
-    assert.equal(await page.evaluate(() => document.activeElement?.id), 'forgot-open', 'Escape goes back');
+    assert.equal(await page.evaluate<string>('document.activeElement?.id'), 'forgot-open', 'Escape goes back');
   });
 
   test('the link opens /account/reset/: a weak password is refused, a good one is set, no one is signed in', async () => {
