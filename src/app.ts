@@ -19,6 +19,7 @@ import { contextOf, createClientAddressResolver, lazyRequestLogger, requestIdFor
 import { adminRoutes } from './http/routes/admin.js';
 import { deviceRoutes } from './http/routes/devices.js';
 import { emailRoutes } from './http/routes/email.js';
+import { emailFactorRoutes } from './http/routes/email-factor.js';
 import { inviteRoutes } from './http/routes/invites.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes, REVOCATION_PATH, TOKEN_PATH } from './http/routes/oauth.js';
@@ -44,6 +45,7 @@ import { createMetrics } from './metrics/metrics.js';
 import { createBackupCodes } from './mfa/backup-codes.js';
 import { createCountryBudgets } from './mfa/country-budgets.js';
 import { createEnrolment } from './mfa/enrolment.js';
+import { createEmailFactor } from './mfa/factors/email.js';
 import type { SecondFactors } from './mfa/factors/factor.js';
 import { createSmsFactor } from './mfa/factors/sms.js';
 import { createTotpFactor } from './mfa/factors/totp.js';
@@ -168,6 +170,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     fallback?.kind === 'twilio'
       ? createTwilioSender(fallback, 'twilio_fallback')
       : fallback && createVonageSender(fallback);
+  const mail =
+    config.mail.kind === 'smtp'
+      ? createSmtpSender(config.mail)
+      : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line)));
   const codes = createOneTimeCodes({
     store,
     sms: createSmsDelivery({ primary: smsSender, fallback: smsFallback, clock }),
@@ -181,6 +187,15 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
         code,
         count: config.smsLimits.codeTtlSeconds / 60,
       }),
+    mail,
+    emailText: (code, context) => {
+      const language = pickLanguage(preferredLanguages(context));
+      const values = { service: config.serviceName, code, count: config.smsLimits.codeTtlSeconds / 60 };
+      return {
+        subject: translate(language, 'email_factor_code_subject', values),
+        text: translate(language, 'email_factor_code', values),
+      };
+    },
     metrics,
   });
   const keys = await createSigningKeys({
@@ -238,7 +253,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     settings: config.webauthn,
     challengeKey: deriveKey(hashSecret, 'passkey-sign-in-challenge'),
   });
-  const factors: SecondFactors = { sms, totp, webauthn };
+  const emailFactor = createEmailFactor({ store, codes, enrolment, audit, clock, isOffered: config.emailFactor });
+  const factors: SecondFactors = { sms, totp, webauthn, email: emailFactor };
   const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
   const passwords = createPasswordCheck({ store, throttle, audit });
   const passwordGrant = createPasswordGrant({
@@ -254,10 +270,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const accounts = createAccounts({ store, clock, audit, sessions });
   const invites = createInvites({ store, audit, clock, issuer: config.issuer });
   const inviteRedemption = createInviteRedemption({ store, passkeys: webauthn, tokens, audit, clock });
-  const mail =
-    config.mail.kind === 'smtp'
-      ? createSmtpSender(config.mail)
-      : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line)));
   const emails = createEmails({
     store,
     mail,
@@ -425,6 +437,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   recoveryRoutes(app, { backupCodes, requireAccessToken });
   passwordRoutes(app, { passwords: passwordChanges, reset: passwordReset, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
+  emailFactorRoutes(app, { emailFactor, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
   operatorViewRoutes(app, { store, clock, requireAdmin });
   inviteRoutes(app, { invites: inviteRedemption });

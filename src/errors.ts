@@ -37,6 +37,7 @@ export type ErrorCode =
   | 'email_rate_limited'
   | 'email_address_rejected'
   | 'mail_unavailable'
+  | 'email_not_verified'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'sms_rate_limited'

@@ -43,6 +43,7 @@ const STATUS: Record<ErrorCode, number> = {
   email_rate_limited: 429,
   email_address_rejected: 400,
   mail_unavailable: 503,
+  email_not_verified: 409,
   sms_cooldown: 429,
   sms_rate_limited: 429,
   sms_country_paused: 429,

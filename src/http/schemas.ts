@@ -22,6 +22,9 @@ export const MfaStatus = Type.Object({
   phone_number: Type.String(),
 });
 
+/** CONTRACT §20: an email-factor enrolment started; `email` is where its code went. */
+export const EmailFactorStart = Type.Object({ ...MfaStatus.properties, email: Type.String() });
+
 const FactorName = Type.String({
   pattern: FACTOR_NAME_PATTERN,
   description: 'a name of 1 to 64 printable characters, e.g. "Work phone"',

@@ -483,6 +483,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
   function enrolmentTypes(user: StoredUser, acr: Acr): FactorType[] {
     return FACTOR_TYPES.filter(
       (type) =>
+        factors[type].canEnrolWhileSigningIn &&
         meetsAcr(acrOf(['pwd', factors[type].amr]), acr) &&
         user.factors.filter((factor) => factor.type === type).length < factors[type].maxPerUser,
     );

@@ -213,13 +213,21 @@ export interface MfaFactorTable {
   failed_attempts: Generated<number>;
 }
 
-export type CodePurpose = 'enrol' | 'login';
+/** SMS codes' purposes (the seed's), and email codes' (CONTRACT §20: one code per user and purpose). */
+export type SmsPurpose = 'enrol' | 'login';
+export type EmailPurpose = 'email_enrol' | 'email_login';
+export type CodePurpose = SmsPurpose | EmailPurpose;
+
+export function isEmailPurpose(purpose: CodePurpose): purpose is EmailPurpose {
+  return purpose.startsWith('email_');
+}
 
 /** At most one code per user and purpose: a new one replaces the row (and its id). */
 export interface OneTimeCodeTable {
   id: string;
   user_id: string;
   purpose: CodePurpose;
+  /** Where the code went: the SMS number's digits, or (email codes) the address. */
   phone_number: string;
   code_hash: string;
   attempts: number;

@@ -136,9 +136,9 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   const passkeyBox = byId('passkey-sign-in-box');
   const passkeyButton = byId<HTMLButtonElement>('passkey-sign-in');
   const forgotOpen = byId<HTMLButtonElement>('forgot-open');
-  const forgotForm = byId<HTMLFormElement>('forgot-form');
-  const forgotName = byId<HTMLInputElement>('forgot-name');
-  const forgotBack = byId<HTMLButtonElement>('forgot-back');
+  const forgotForm = byId<HTMLTemplateElement>('forgot-template').content.firstElementChild as HTMLFormElement;
+  const forgotName = forgotForm.querySelector<HTMLInputElement>('#forgot-name') as HTMLInputElement;
+  const forgotBack = forgotForm.querySelector<HTMLButtonElement>('#forgot-back') as HTMLButtonElement;
 
   let attempt: Attempt | undefined;
   /** Passkeys are offered on this screen (the username's autofill and the button). */
@@ -157,7 +157,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     passwordInput.value = '';
     codeInput.value = '';
     factorForm.hidden = true;
-    forgotForm.hidden = true;
+    forgotForm.remove();
     passwordForm.hidden = false;
   }
 
@@ -434,13 +434,13 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     clearNotices();
     forgotName.value = usernameInput.value.trim();
     passwordForm.hidden = true;
-    forgotForm.hidden = false;
+    passwordForm.after(forgotForm);
     forgotName.focus();
   });
 
   function closeForgot() {
     clearNotices();
-    forgotForm.hidden = true;
+    forgotForm.remove();
     passwordForm.hidden = false;
     forgotOpen.focus();
   }
