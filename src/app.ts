@@ -467,6 +467,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       store,
       cookies,
       factors: { sms, totp, webauthn },
+      backupCodes,
       requireAccessToken,
       csrfKey,
       stylesheet: stylesheetName && `${config.issuer}/sign-in/assets/${stylesheetName}`,

@@ -22,6 +22,9 @@ export const MfaStatus = Type.Object({
   phone_number: Type.String(),
 });
 
+/** Whether EMAIL_FACTOR is on, and the user's verified address ("" when none). */
+export const EmailFactorOffer = Type.Object({ offered: Type.Boolean(), email: Type.String() });
+
 /** CONTRACT §20: an email-factor enrolment started; `email` is where its code went. */
 export const EmailFactorStart = Type.Object({ ...MfaStatus.properties, email: Type.String() });
 
@@ -634,6 +637,8 @@ export const SignInAnswer = Type.Object({
   /** The second step may be skipped in this browser for so many days, if the person asks. */
   remember_device_days: Type.Optional(Type.Integer()),
   location: Type.Optional(Type.String()),
+  /** The first factor was just added: the first backup codes, shown once before going back to the app. */
+  backup_codes: Type.Optional(Type.Array(Type.String())),
 });
 
 export const SignInDescription = Type.Object({

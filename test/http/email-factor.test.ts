@@ -81,6 +81,10 @@ describe('email codes as a second factor: adding them', () => {
         201,
       );
       const token = await plain.accessToken('off-user', PASSWORD);
+      assert.deepEqual(await expectStatus(plain.call('/mfa/email-factor/', { token }), 200), {
+        offered: false,
+        email: 'off-user@mail.example',
+      });
       const refused = await expectStatus(requestEnrolment(token, plain), 400);
       assert.equal(refused.error, 'invalid_request');
       assert.match(refused.error_description, /EMAIL_FACTOR=on/);
@@ -94,6 +98,10 @@ describe('email codes as a second factor: adding them', () => {
 
   test('without a verified address: 409 email_not_verified, saying how to add one', async () => {
     const { token } = await newUser({ email: false });
+    assert.deepEqual(await expectStatus(service.call('/mfa/email-factor/', { token }), 200), {
+      offered: true,
+      email: '',
+    });
     const refused = await expectStatus(requestEnrolment(token), 409);
     assert.equal(refused.error, 'email_not_verified');
     assert.match(refused.error_description, /PUT \/mfa\/email\/request\//);

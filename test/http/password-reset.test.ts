@@ -261,6 +261,18 @@ describe('forgot password: throttled per name or address and per account', () =>
   });
 });
 
+describe('the page a link opens', () => {
+  test('/account/reset/ is served like the other pages (CSP, no framing); without its slash it redirects, keeping the token', async () => {
+    const page = await service.call('/account/reset/?token=abc');
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'self'.*frame-ancestors 'none'/);
+    assert.match(await page.text(), /Choose a new password/);
+    const bare = await fetch(`${service.url}/account/reset?token=abc`, { redirect: 'manual' });
+    assert.equal(bare.status, 308);
+    assert.equal(bare.headers.get('location'), 'reset/?token=abc');
+  });
+});
+
 describe('forgot password: bad input changes nothing', () => {
   test('neither or both of username and email, an unknown field, a malformed address, a made-up token: 400', async () => {
     for (const body of [{}, { username: 'a', email: 'a@mail.example' }]) {

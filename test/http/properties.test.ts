@@ -135,6 +135,13 @@ const RESET_PASSWORD = endpoint('PUT', '/mfa/password/reset/', 'none', {
   body: 'json',
   fields: ['token', 'new_password'],
 });
+// Email codes as a factor are off in this service: 400 whatever the body.
+const EMAIL_FACTOR_OFFER = endpoint('GET', '/mfa/email-factor/', 'access_token');
+const EMAIL_FACTOR_REQUEST = endpoint('PUT', '/mfa/email-factor/request/', 'access_token');
+const EMAIL_FACTOR_VERIFY = endpoint('PUT', '/mfa/email-factor/verify/', 'access_token', {
+  body: 'json',
+  fields: ['mfa_code'],
+});
 const DEVICES = endpoint('GET', '/mfa/devices/', 'access_token');
 // Generated ids name no remembered device: 404.
 const FORGET_DEVICE = endpoint('DELETE', '/mfa/devices/:id/', 'access_token');
@@ -206,6 +213,9 @@ const ENDPOINTS: readonly Endpoint[] = [
   EMAIL_VERIFY,
   RESET_REQUEST,
   RESET_PASSWORD,
+  EMAIL_FACTOR_OFFER,
+  EMAIL_FACTOR_REQUEST,
+  EMAIL_FACTOR_VERIFY,
   DEVICES,
   FORGET_DEVICE,
   endpoint('GET', '/admin/users/search', 'admin'),

@@ -11,7 +11,14 @@ const TYPE_LABELS: Record<Factor['type'], string> = {
   webauthn: 'Passkey',
   totp: 'Authenticator app',
   sms: 'SMS codes',
+  email: 'Codes by email',
 };
+
+/** GET /mfa/email-factor/: whether the service offers email codes, and the verified address ("" when none). */
+interface EmailCodes {
+  offered: boolean;
+  email: string;
+}
 
 /** Unused backup codes; 'unknown' when telling would need a fresher login; 'off' without MFA. */
 type BackupState = number | 'unknown' | 'off';
@@ -92,13 +99,14 @@ export function createAccountView(api: Api, username: () => string) {
   /** Everything from the service again; answers the backup codes left. */
   async function reload(): Promise<BackupState> {
     // The factors first: without one there are no backup codes to ask about (the call would fail).
-    const [{ factors }, password, { devices }] = await Promise.all([
+    const [{ factors }, password, { devices }, emailCodes] = await Promise.all([
       api.call<{ factors: Factor[] }>('GET', 'mfa/factors/'),
       api.call<{ has_password: boolean }>('GET', 'mfa/password/'),
       api.call<{ devices: RememberedDevice[] }>('GET', 'mfa/devices/'),
+      api.call<EmailCodes>('GET', 'mfa/email-factor/'),
     ]);
     const backup = factors.length > 0 ? await backupState() : 'off';
-    renderFactors(factors);
+    renderFactors(factors, emailCodes);
     devicesPanel.render(devices);
     renderBackup(backup);
     passwordPanel.render(password.has_password, factors.filter((factor) => factor.type === 'webauthn').length);
@@ -116,7 +124,7 @@ export function createAccountView(api: Api, username: () => string) {
     }
   }
 
-  function renderFactors(factors: Factor[]) {
+  function renderFactors(factors: Factor[], emailCodes: EmailCodes) {
     summary.textContent =
       factors.length > 0
         ? 'Two-step verification is on: after your password, signing in asks for your default way to verify (you can choose another of yours).'
@@ -124,25 +132,36 @@ export function createAccountView(api: Api, username: () => string) {
     none.hidden = factors.length > 0;
     // The default first: it is what signing in asks for.
     const ordered = [...factors].sort((a, b) => Number(b.is_default) - Number(a.is_default));
-    list.replaceChildren(...ordered.map((factor) => renderFactor(factor, factors.length === 1)));
+    list.replaceChildren(...ordered.map((factor) => renderFactor(factor, factors.length === 1, emailCodes.email)));
     // One phone per account: the way to another number is removing this one.
     const phone = factors.find((factor) => factor.type === 'sms');
     phoneEnding = phone?.phone_number?.slice(-4);
-    adding.offer(phone ? ['webauthn', 'totp'] : ['webauthn', 'totp', 'sms']);
+    // Email codes where the service offers them, to the account's verified address, once.
+    const canAddEmail =
+      emailCodes.offered && emailCodes.email !== '' && !factors.some((factor) => factor.type === 'email');
+    adding.describeEmail(emailCodes.email);
+    adding.offer([
+      'webauthn',
+      'totp',
+      ...(phone ? [] : (['sms'] as const)),
+      ...(canAddEmail ? (['email'] as const) : []),
+    ]);
     phoneHeld.hidden = !phone;
     phoneHeld.textContent = phone
       ? `You already have a phone${phone.phone_number ? ` (ending ${phone.phone_number.slice(-4)})` : ''}. Remove it to add another number.`
       : '';
   }
 
-  function renderFactor(factor: Factor, isOnlyOne: boolean): HTMLLIElement {
+  function renderFactor(factor: Factor, isOnlyOne: boolean, email: string): HTMLLIElement {
     const quoted = ` “${factor.name}”`;
     const kind =
       factor.type === 'sms' && factor.phone_number
         ? `${TYPE_LABELS.sms} to ${formattedPhone(factor.phone_number)}`
-        : factor.type === 'webauthn'
-          ? passkeyKind(factor)
-          : TYPE_LABELS[factor.type];
+        : factor.type === 'email' && email
+          ? `${TYPE_LABELS.email} to ${email}`
+          : factor.type === 'webauthn'
+            ? passkeyKind(factor)
+            : TYPE_LABELS[factor.type];
     /** "2 minutes ago", with the date and time for a pointer's tooltip. */
     const when = (at: string) =>
       el('time', { datetime: at, title: dateTimeFormat.format(new Date(at)) }, timeAgo(new Date(at)));

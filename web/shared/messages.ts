@@ -12,6 +12,7 @@ const FACTOR_WORDS: Record<string, string> = {
   sms: 'phone for SMS codes',
   totp: 'authenticator app',
   webauthn: 'passkey',
+  email: 'codes by email',
 };
 
 /** "45 seconds", "2 minutes", "1 hour". */
@@ -58,6 +59,12 @@ function describeApiError(error: ApiError, step: SignInStep): string {
       return `Too many wrong codes. Try again in ${wait}.`;
     case 'sms_cooldown':
       return `A code was sent moments ago. You can ask for another in ${wait}; the one sent still works.`;
+    case 'email_cooldown':
+      return `A code was mailed moments ago. You can ask for another in ${wait}; the one mailed still works.`;
+    case 'email_rate_limited':
+      return `Too many codes were mailed lately. Try again in ${wait}.`;
+    case 'mail_unavailable':
+      return 'The email could not be sent. Try again in a few minutes.';
     case 'sms_rate_limited':
       return `Too many codes were sent lately. Try again in ${wait}.`;
     case 'phone_number_rejected':

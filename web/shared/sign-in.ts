@@ -17,7 +17,7 @@ import { askForResetLink, LINK_ASKED } from './password-reset.js';
 /** Every page is served at <base>/<page>/, with the API at <base>/mfa/…. */
 const serviceBase = new URL('../', location.href);
 
-export type FactorType = 'sms' | 'totp' | 'webauthn';
+export type FactorType = 'sms' | 'totp' | 'webauthn' | 'email';
 export type Method = FactorType | 'backup';
 
 /** What the service answers a step: done, the second factor it asks for, or a factor to add first. */
@@ -103,6 +103,7 @@ const METHOD_CHOICES: Record<Method, string> = {
   webauthn: 'Use a passkey',
   totp: 'Use your authenticator app',
   sms: 'Text a code to my phone',
+  email: 'Email me a code',
   backup: 'Use a backup code',
 };
 
@@ -280,7 +281,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     const method = attempt.method;
     codeInput.value = '';
     codeField.hidden = method === 'webauthn';
-    resend.hidden = method !== 'sms';
+    resend.hidden = method !== 'sms' && method !== 'email';
     codeHint.textContent = '';
     factorUsername.textContent = attempt.username;
     const phone = phoneEnding ? `your phone ending ${phoneEnding}` : 'your phone';
@@ -293,6 +294,11 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       factorPrompt.textContent = 'Enter one of your backup codes. Each code works once.';
       codeLabel.textContent = 'Backup code (12 digits)';
       codeHint.textContent = 'Spaces are fine.';
+      factorSubmit.textContent = 'Verify';
+    } else if (method === 'email') {
+      factorTitle.textContent = 'Second step: a code by email';
+      factorPrompt.textContent = 'Enter the 6-digit code we mailed to your email address. It works for 5 minutes.';
+      codeLabel.textContent = 'Code from the email';
       factorSubmit.textContent = 'Verify';
     } else {
       const sms = method === 'sms';
@@ -328,7 +334,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       renderMethod();
       return;
     }
-    const isResend = method === 'sms' && current.method === 'sms';
+    const isResend = method === current.method;
     await whileBusy(factorForm, async () => {
       try {
         const answer = await backend.secondFactor({ mfa_type: method });
@@ -387,7 +393,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       warn('A backup code has 12 digits.', codeInput);
       return;
     }
-    if ((method === 'sms' || method === 'totp') && !/^\d{6}$/.test(code)) {
+    if (method !== 'webauthn' && method !== 'backup' && !/^\d{6}$/.test(code)) {
       warn('Enter the 6 digits of the code.', codeInput);
       return;
     }
@@ -427,7 +433,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     return !rememberField.hidden && rememberBox.checked ? { remember_device: true } : {};
   }
 
-  resend.addEventListener('click', () => void choose('sms'));
+  resend.addEventListener('click', () => void (attempt && choose(attempt.method)));
 
   // "Forgot password?" (CONTRACT §20): the link goes by mail; this screen only says what happens next.
   forgotOpen.addEventListener('click', () => {

@@ -1,7 +1,14 @@
 import type { EmailFactor } from '../../mfa/factors/email.js';
 import type { App, RequestGuard } from '../app-types.js';
 import { contextOf } from '../request-context.js';
-import { EmailFactorStart, ErrorBody, MfaStatus, SmsVerifyBody, toMfaStatusBody } from '../schemas.js';
+import {
+  EmailFactorOffer,
+  EmailFactorStart,
+  ErrorBody,
+  MfaStatus,
+  SmsVerifyBody,
+  toMfaStatusBody,
+} from '../schemas.js';
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 403: ErrorBody, 409: ErrorBody };
 
@@ -10,6 +17,13 @@ export function emailFactorRoutes(
   app: App,
   { emailFactor, requireAccessToken }: { emailFactor: EmailFactor; requireAccessToken: RequestGuard },
 ) {
+  // What the account page needs to offer them: whether they are on here, and where codes would go.
+  app.get(
+    '/mfa/email-factor/',
+    { schema: { response: { 200: EmailFactorOffer, 401: ErrorBody } }, onRequest: requireAccessToken },
+    async (request) => emailFactor.describe(request.principal.userId),
+  );
+
   app.put(
     '/mfa/email-factor/request/',
     {

@@ -124,6 +124,11 @@ export function createEmailFactor({ store, codes, enrolment, audit, clock, isOff
     return enrolment.activate(factor, login, pending, {}, context);
   }
 
+  /** Whether the service offers email codes, and the address they would go to ("" when none is verified). */
+  async function describe(userId: string): Promise<{ offered: boolean; email: string }> {
+    return { offered: isOffered, email: (await findVerifiedAddress(userId)) ?? '' };
+  }
+
   /** Spends the code; a code mailed before the account's address changed proves only that old address. */
   async function judge(userId: string, purpose: EmailPurpose, code: string): Promise<CodeCheck> {
     const check = await codes.checkCode(userId, purpose, code);
@@ -138,7 +143,7 @@ export function createEmailFactor({ store, codes, enrolment, audit, clock, isOff
     return email?.verifiedAt ? email.email : undefined;
   }
 
-  return { ...factor, requestEnrolment, confirmEnrolment };
+  return { ...factor, describe, requestEnrolment, confirmEnrolment };
 }
 
 export type EmailFactor = ReturnType<typeof createEmailFactor>;
