@@ -203,6 +203,14 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     const added = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
     await page.locator('#totp-code').fill(added.generate({ timestamp: service.clock.now().getTime() }));
     await page.keyboard.press('Enter');
+    // The first way to verify brings the backup codes, shown once before going back to the app.
+    await page.getByRole('heading', { name: 'Your new backup codes' }).waitFor();
+    assert.equal(await page.locator('#backup-codes li').count(), 10);
+    await page.getByText('Authenticator app added.').waitFor();
+    await button(page, 'Copy').waitFor();
+    await button(page, 'Print').waitFor();
+    await screenshots(page, 'hosted-backup-codes');
+    await button(page, 'I have saved them, continue to Payroll').click();
     const tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
   });
@@ -219,6 +227,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     await button(page, 'Add a passkey').click();
     await page.locator('#passkey-name').fill('Laptop');
     await page.keyboard.press('Enter');
+    await button(page, 'I have saved them, continue to Treasury').click();
     let tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'hwk']);
     assert.equal(tokens.claims()?.acr, 'phr');

@@ -1,7 +1,8 @@
 import { createFactorAdding, FACTOR_NAME } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
-import { button, byId, closeOnEscape, el, formattedPhone, grouped, timeAgo, whileBusy } from '../shared/dom.js';
-import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
+import { createBackupCodesBox } from '../shared/backup-codes.js';
+import { button, byId, closeOnEscape, el, formattedPhone, timeAgo, whileBusy } from '../shared/dom.js';
+import { placeOf, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
 import { describeError, type Step } from './messages.js';
@@ -44,10 +45,9 @@ export function createAccountView(api: Api, username: () => string) {
   const factorsTitle = byId('factors-title');
   const backupSummary = byId('backup-summary');
   const backupCreate = byId<HTMLButtonElement>('backup-create');
-  const backupBox = byId('backup-codes-box');
-  const backupList = byId('backup-codes');
   const phoneHeld = byId('phone-held');
-  let backupCodes: string[] = [];
+  /** How many ways to verify the account had when last shown: the first one added brings backup codes. */
+  let factorCount = 0;
   /** The last 4 digits of the account's phone, when it has one: the sign-in's SMS step names it. */
   let phoneEnding: string | undefined;
 
@@ -75,7 +75,7 @@ export function createAccountView(api: Api, username: () => string) {
     section.hidden = false;
     document.title = 'Sign-in security · Account security';
     adding.closeForms();
-    closeBackupCodes();
+    backupBox.close();
     let left: BackupState | undefined;
     await act('other', section, async () => {
       left = await reload();
@@ -92,7 +92,7 @@ export function createAccountView(api: Api, username: () => string) {
   function hide(): void {
     section.hidden = true;
     adding.closeForms();
-    closeBackupCodes();
+    backupBox.close();
     list.replaceChildren();
   }
 
@@ -125,6 +125,7 @@ export function createAccountView(api: Api, username: () => string) {
   }
 
   function renderFactors(factors: Factor[], emailCodes: EmailCodes) {
+    factorCount = factors.length;
     summary.textContent =
       factors.length > 0
         ? 'Two-step verification is on: after your password, signing in asks for your default way to verify (you can choose another of yours).'
@@ -308,7 +309,7 @@ export function createAccountView(api: Api, username: () => string) {
   function renderBackup(state: BackupState) {
     // Hidden rather than disabled: a button disabled while busy is enabled again afterwards. Hidden
     // too while a new set is on screen: a click there would cancel the codes being saved.
-    backupCreate.hidden = state === 'off' || !backupBox.hidden;
+    backupCreate.hidden = state === 'off' || backupBox.isOpen;
     backupCreate.textContent =
       typeof state === 'number' && state > 0 ? 'Create new backup codes' : 'Create backup codes';
     backupSummary.textContent =
@@ -326,9 +327,19 @@ export function createAccountView(api: Api, username: () => string) {
     enrol: (path, body) => api.call('PUT', `mfa/${path}`, { body }),
     act,
     async added(message) {
+      const wasFirst = factorCount === 0;
       await reload();
-      say(message, factorsTitle);
-      factorsTitle.focus();
+      const codes = wasFirst ? await offerFirstBackupCodes() : undefined;
+      if (!codes) {
+        say(message, factorsTitle);
+        factorsTitle.focus();
+        return;
+      }
+      showBackupCodes(codes);
+      say(
+        `${message} Two-step verification is on. Save these backup codes now: if you lose it, a code signs you in instead.`,
+        backupBox.list,
+      );
     },
   });
 
@@ -336,62 +347,40 @@ export function createAccountView(api: Api, username: () => string) {
   const devicesPanel = createDevicesPanel(api, act, reload);
 
   // Backup codes: shown once, downloadable, gone from the page when put away.
+  const backupBox = createBackupCodesBox({
+    owner: username,
+    saved() {
+      backupCreate.hidden = false;
+      backupCreate.focus();
+    },
+  });
+
+  function showBackupCodes(codes: string[]) {
+    backupBox.show(codes);
+    renderBackup(codes.length);
+  }
 
   backupCreate.addEventListener('click', () =>
     act('other', backupCreate.parentElement ?? undefined, async () => {
       const { backup_codes } = await api.call<{ backup_codes: string[] }>('POST', 'mfa/recovery/');
-      backupCodes = backup_codes;
-      backupList.replaceChildren(...backup_codes.map((code) => el('li', {}, grouped(code))));
-      byId('backup-codes-for').textContent =
-        `For ${username()} at ${location.host}, made ${new Date().toISOString().slice(0, 10)}.`;
-      backupBox.hidden = false;
-      renderBackup(backup_codes.length);
-      say('New backup codes made; any earlier ones no longer work.', backupList);
-      byId('backup-codes-title').focus();
+      showBackupCodes(backup_codes);
+      say('New backup codes made; any earlier ones no longer work.', backupBox.list);
     }),
   );
 
-  /** The codes as a text file or the clipboard hold them: whose, when, and one code a line. */
-  function backupText(): string {
-    return [
-      `Backup codes for ${username()} at ${location.origin}`,
-      `Made ${new Date().toISOString().slice(0, 10)}. Each code signs you in once; a new set cancels these.`,
-      '',
-      ...backupCodes.map((code) => grouped(code)),
-      '',
-    ].join('\n');
+  /**
+   * Issue 29: the first way to verify brings the first backup codes at once (the login that added
+   * it may make them without signing in again). Undefined when the service says otherwise.
+   */
+  async function offerFirstBackupCodes(): Promise<string[] | undefined> {
+    try {
+      return (await api.call<{ backup_codes: string[] }>('POST', 'mfa/recovery/', { stepUp: false })).backup_codes;
+    } catch (error) {
+      // Too late for this login (or codes already made): "Create backup codes" stays on offer.
+      if (error instanceof ApiError && error.status === 401) return undefined;
+      throw error;
+    }
   }
-
-  byId('backup-download').addEventListener('click', () => {
-    const url = URL.createObjectURL(new Blob([backupText()], { type: 'text/plain;charset=utf-8' }));
-    const link = el('a', { href: url, download: 'backup-codes.txt' });
-    link.click();
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
-  });
-
-  byId('backup-copy').addEventListener('click', () => {
-    navigator.clipboard.writeText(backupText()).then(
-      () => say('Codes copied. Paste them somewhere safe, such as a password manager.', backupList),
-      () => warn('This browser did not let the page copy: download or print the codes instead.', backupList),
-    );
-  });
-
-  // The print style sheet (web/shared/style.css) prints the codes alone.
-  byId('backup-print').addEventListener('click', () => window.print());
-
-  function closeBackupCodes() {
-    backupCodes = [];
-    backupList.replaceChildren();
-    backupBox.hidden = true;
-    byId('backup-codes-for').textContent = '';
-  }
-
-  byId('backup-done').addEventListener('click', () => {
-    closeBackupCodes();
-    clearNotices();
-    backupCreate.hidden = false;
-    backupCreate.focus();
-  });
 
   return {
     show,

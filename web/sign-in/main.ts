@@ -3,6 +3,7 @@
 // Everything it calls is the sign-in's API under <base>/mfa/oauth2/sign-in/<id>/.
 import { createFactorAdding } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
+import { createBackupCodesBox } from '../shared/backup-codes.js';
 import { byId, whileBusy } from '../shared/dom.js';
 import { describeError, type EnrolmentStep } from '../shared/messages.js';
 import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
@@ -10,6 +11,8 @@ import { createSignIn, type FactorType, type StepAnswer } from '../shared/sign-i
 
 /** What the sign-in's API answers: the next step, or where the browser goes now. */
 interface SignInAnswer {
+  /** The first way to verify was just added: its backup codes, shown once (issue 29). */
+  backup_codes?: string[];
   step?: 'password' | 'second_factor' | 'enrol';
   username?: string;
   mfa_type?: FactorType;
@@ -141,16 +144,41 @@ const adding = createFactorAdding({
     });
   },
   async added(message, answer) {
-    say(message, enrol);
-    const next = toStep(answer as SignInAnswer);
-    if (next.kind === 'second_factor') {
+    const { backup_codes: codes } = answer as SignInAnswer;
+    if (codes) {
+      // The first way to verify: its backup codes are shown once, before going back to the app.
       enrol.hidden = true;
-      signIn.continueWith(currentUsername, next);
-    } else if (next.kind === 'enrol') {
-      showEnrolment(next.factorTypes);
+      byId('backup').hidden = false;
+      byId('backup-intro').textContent =
+        `${message} Save these backup codes before you continue: if you lose it, a code signs you in instead.`;
+      byId('backup-done').textContent = `I have saved them, continue to ${clientName}`;
+      document.title = `Save your backup codes · Sign in`;
+      backupBox.show(codes);
+      afterBackupCodes = () => follow(answer as SignInAnswer);
+      return;
     }
+    say(message, enrol);
+    follow(answer as SignInAnswer);
   },
 });
+
+/** What the backup codes' "continue" does: the sign-in's next step, kept while the codes are on screen. */
+let afterBackupCodes = () => {};
+const backupBox = createBackupCodesBox({
+  owner: () => currentUsername,
+  saved: () => afterBackupCodes(),
+});
+
+/** After a factor was added: the next step, or the app. */
+function follow(answer: SignInAnswer) {
+  const next = toStep(answer);
+  if (next.kind === 'second_factor') {
+    enrol.hidden = true;
+    signIn.continueWith(currentUsername, next);
+  } else if (next.kind === 'enrol') {
+    showEnrolment(next.factorTypes);
+  }
+}
 
 function showEnrolment(types: FactorType[]) {
   byId('sign-in').hidden = true;
@@ -167,7 +195,7 @@ function showEnrolment(types: FactorType[]) {
 }
 
 function showExpired() {
-  for (const section of ['sign-in', 'enrol']) byId(section).hidden = true;
+  for (const section of ['sign-in', 'enrol', 'backup']) byId(section).hidden = true;
   byId('expired').hidden = false;
   document.title = 'This sign-in has expired';
   byId('expired-title').focus();
