@@ -336,10 +336,7 @@ export function createAccountView(api: Api, username: () => string) {
         return;
       }
       showBackupCodes(codes);
-      say(
-        `${message} Two-step verification is on. Save these backup codes now: if you lose it, a code signs you in instead.`,
-        backupBox.list,
-      );
+      say(`${message} Save these backup codes now: if you lose it, a code signs you in instead.`, backupBox.list);
     },
   });
 
