@@ -637,6 +637,8 @@ export const SignInAnswer = Type.Object({
   /** The second step may be skipped in this browser for so many days, if the person asks. */
   remember_device_days: Type.Optional(Type.Integer()),
   location: Type.Optional(Type.String()),
+  /** The sign-in used a backup code: how many unused ones are left, for the page to say. */
+  backup_codes_left: Type.Optional(Type.Integer()),
   /** The first factor was just added: the first backup codes, shown once before going back to the app. */
   backup_codes: Type.Optional(Type.Array(Type.String())),
 });

@@ -262,7 +262,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     csrfToken: string | undefined,
     secondStep: SecondStep & { rememberDevice?: boolean },
     context: RequestContext,
-  ): Promise<SignInAnswer & { device?: NewDevice }> {
+  ): Promise<SignInAnswer & { device?: NewDevice; backupCodesLeft?: number }> {
     const signIn = await loadWithUser(id, browser, csrfToken);
     const step = nextStep(signIn.proof, signIn.user, signIn.request, signIn.client);
     if (step.step !== 'second_factor')
@@ -288,7 +288,14 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
         detail: { days: String(days) },
       });
     }
-    return { ...(await advance({ ...signIn, proof }, browser, context)), ...(device && { device }) };
+    // Issue 31: a sign-in with a backup code tells the person how many are left.
+    const backupCodesLeft =
+      decision.factorType === 'backup' ? await store.backupCodes.countUnusedBackupCodes(signIn.user.id) : undefined;
+    return {
+      ...(await advance({ ...signIn, proof }, browser, context)),
+      ...(device && { device }),
+      ...(backupCodesLeft !== undefined && { backupCodesLeft }),
+    };
   }
 
   /**

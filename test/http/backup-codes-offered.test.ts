@@ -30,16 +30,21 @@ before(async () => {
 });
 after(() => provider.close());
 
-/** A user and their password-only login, with an authenticator app being added through `token`. */
+/** A user and their password-only login, which added their first factor, an authenticator app. */
 async function addFirstApp() {
   const username = nextName('offered');
   await service.createUser(username, PASSWORD);
+  return { username, token: await firstAppLogin(username) };
+}
+
+/** `username`'s password-only login, with which an authenticator app is added as the first factor. */
+async function firstAppLogin(username: string): Promise<string> {
   const token = await service.accessToken(username, PASSWORD);
   const start = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
   const app = OTPAuth.URI.parse(start.otpauth_uri) as OTPAuth.TOTP;
   const code = app.generate({ timestamp: service.clock.now().getTime() });
   await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: code } }), 200);
-  return { username, token };
+  return token;
 }
 
 const createCodes = (token: string) => service.call('/mfa/recovery/', { method: 'POST', token });
@@ -81,5 +86,17 @@ describe('backup codes offered with the first factor', () => {
     assert.ok(signedIn.access_token);
     const left = await expectStatus(service.call('/mfa/recovery/', { token: signedIn.access_token }), 200);
     assert.equal(left.remaining, 9, 'an API client learns how many are left from GET /mfa/recovery/');
+  });
+
+  test('a hosted sign-in with a backup code answers how many are left, for the page to say', async () => {
+    const username = nextName('spender');
+    await service.createUser(username, PASSWORD);
+    const { backup_codes: codes } = await expectStatus(createCodes(await firstAppLogin(username)), 200);
+    const request = await authorizationRequest(strict);
+    const signIn = await new SignInBrowser(provider.issuer).startSignIn(request.url);
+    assert.equal((await signIn.password(username, PASSWORD)).step, 'second_factor');
+    const done = await signIn.secondFactor({ backup_code: codes[3] });
+    assert.equal(done.backup_codes_left, 9);
+    await exchange(strict, done.location, request);
   });
 });

@@ -1,6 +1,6 @@
 // The service's API as the page uses it. The tokens live in this module's memory only (no storage,
 // no cookies): closing or reloading the tab ends the page's hold on the login.
-import { ApiError } from '../shared/api-error.js';
+import { ApiError, readAnswer } from '../shared/api-error.js';
 
 /** The person gave up a step the call needed (the re-authentication); nothing was changed. */
 export class Cancelled extends Error {}
@@ -71,23 +71,7 @@ export function createApi(base: URL, hooks: ApiHooks) {
     } catch {
       throw new ApiError(0, 'network_error', 'the service could not be reached');
     }
-    const text = await response.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    if (response.ok) return body;
-    const fields = (body ?? {}) as { error?: unknown; error_description?: unknown };
-    const retryAfter = Number(response.headers.get('retry-after'));
-    throw new ApiError(
-      response.status,
-      typeof fields.error === 'string' ? fields.error : `http_${response.status}`,
-      typeof fields.error_description === 'string' ? fields.error_description : response.statusText,
-      Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
-      response.headers,
-    );
+    return readAnswer(response);
   }
 
   /** POST the token endpoint (JSON body): tokens, or the second step it asks for. */

@@ -13,19 +13,27 @@ export class ApiError extends Error {
   }
 }
 
-/** The error a refused answer carries, from its `{error, error_description}` body (`text`) and `Retry-After`. */
-export function apiErrorOf(response: Response, text: string): ApiError {
-  let fields: { error?: unknown; error_description?: unknown } = {};
+/**
+ * The body of a 2xx answer, parsed (undefined when empty or not JSON); for any other answer, throws
+ * the ApiError its `{error, error_description}` body and `Retry-After` describe.
+ */
+export async function readAnswer(response: Response): Promise<unknown> {
+  const text = await response.text();
+  let parsed: unknown;
   try {
-    fields = text ? JSON.parse(text) : {};
+    parsed = text ? JSON.parse(text) : undefined;
   } catch {
     // Not JSON (a proxy's page): the status says what there is to say.
+    parsed = undefined;
   }
+  if (response.ok) return parsed;
+  const fields = (parsed ?? {}) as { error?: unknown; error_description?: unknown };
   const retryAfter = Number(response.headers.get('retry-after'));
-  return new ApiError(
+  throw new ApiError(
     response.status,
     typeof fields.error === 'string' ? fields.error : `http_${response.status}`,
     typeof fields.error_description === 'string' ? fields.error_description : response.statusText,
     Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+    response.headers,
   );
 }

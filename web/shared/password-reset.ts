@@ -1,6 +1,6 @@
 // "Forgot password" (CONTRACT §20), as every page offers it: ask for a link by username or address,
 // and (the reset page) set a new password with the link's token. Neither signs anyone in.
-import { ApiError, apiErrorOf } from './api-error.js';
+import { ApiError, readAnswer } from './api-error.js';
 
 const RESET_PATH = 'mfa/password/reset/';
 
@@ -34,5 +34,5 @@ async function send(base: URL, method: string, body: unknown): Promise<void> {
   } catch {
     throw new ApiError(0, 'network_error', 'the service could not be reached');
   }
-  if (!response.ok) throw apiErrorOf(response, await response.text());
+  await readAnswer(response);
 }

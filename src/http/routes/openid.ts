@@ -123,11 +123,12 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
   }
 
   /** The answer's wire form; a redirect also sets the new sign-in session's cookie. */
-  function answer(reply: FastifyReply, result: SignInAnswer & { device?: NewDevice }) {
+  function answer(reply: FastifyReply, result: SignInAnswer & { device?: NewDevice; backupCodesLeft?: number }) {
     if (result.device) cookies.setDevice(reply, result.device.secret, result.device.expiresAt);
     if ('location' in result) {
       if (result.session) cookies.setSession(reply, result.session.secret, result.session.expiresAt);
-      return { location: result.location };
+      const left = result.backupCodesLeft;
+      return { location: result.location, ...(left !== undefined && { backup_codes_left: left }) };
     }
     if (result.step === 'password') return { step: result.step };
     if (result.step === 'enrol')
