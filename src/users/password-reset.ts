@@ -44,8 +44,9 @@ export interface PasswordResetDeps {
 /**
  * "Forgot password" (CONTRACT §20): a single-use link, mailed to the account's verified address,
  * sets a new password. Asking answers the same, in the same time, whether or not an account is
- * found: only the throttle on the name asked for is judged before the answer. Setting the password ends every login and sign-in
- * session and signs no one in, so a second factor is still asked at the next sign-in.
+ * found: only the throttle on the name asked for is judged before the answer. Setting the password
+ * ends every login and sign-in session and signs no one in, so a second factor is still asked at
+ * the next sign-in.
  */
 export function createPasswordReset({
   store,
