@@ -83,21 +83,24 @@ interface Attempt {
   method: Method;
   /** Request options for the next passkey assertion; each set is good for one try. */
   webauthnOptions?: Record<string, unknown>;
-  /** The sign-in's SMS failed, so `methods` is a guess: the service says which the person lacks when asked. */
-  didSmsFail?: boolean;
+  /** The sign-in's SMS or mail failed, so `methods` is a guess: the service says which the person lacks when asked. */
+  didDeliveryFail?: boolean;
 }
 
 /**
- * What the service answers when the password was right, the default factor is SMS, and its text
- * could not go out: the second step must still open, for a late code or another factor.
+ * What the service answers when the password was right, the default factor is SMS (or email
+ * codes), and its code could not go out: the second step must still open, for a late code or
+ * another factor.
  */
-const SIGN_IN_SMS_FAILURES = new Set([
-  'sms_unavailable',
-  'sms_timeout',
-  'sms_rate_limited',
-  'phone_number_rejected',
-  'phone_number_not_allowed',
-]);
+const SIGN_IN_DELIVERY_FAILURES: Record<string, 'sms' | 'email'> = {
+  sms_unavailable: 'sms',
+  sms_timeout: 'sms',
+  sms_rate_limited: 'sms',
+  phone_number_rejected: 'sms',
+  phone_number_not_allowed: 'sms',
+  mail_unavailable: 'email',
+  email_rate_limited: 'email',
+};
 
 const METHOD_CHOICES: Record<Method, string> = {
   webauthn: 'Use a passkey',
@@ -260,7 +263,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     attempt.methods = answer.mfaTypes;
     attempt.method = answer.mfaType;
     attempt.webauthnOptions = answer.webauthn;
-    attempt.didSmsFail = false;
+    attempt.didDeliveryFail = false;
     const days = answer.rememberDeviceDays;
     rememberField.hidden = days === undefined;
     rememberBox.checked = false;
@@ -297,7 +300,9 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       factorSubmit.textContent = 'Verify';
     } else if (method === 'email') {
       factorTitle.textContent = 'Second step: a code by email';
-      factorPrompt.textContent = 'Enter the 6-digit code we mailed to your email address. It works for 5 minutes.';
+      factorPrompt.textContent = attempt.didDeliveryFail
+        ? 'If the email arrives, enter its code here. Otherwise ask for a new one, or choose another way below.'
+        : 'Enter the 6-digit code we mailed to your email address. It works for 5 minutes.';
       codeLabel.textContent = 'Code from the email';
       factorSubmit.textContent = 'Verify';
     } else {
@@ -305,7 +310,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       factorTitle.textContent = sms ? 'Second step: a code by SMS' : 'Second step: your authenticator app';
       factorPrompt.textContent = !sms
         ? 'Enter the 6-digit code your authenticator app shows for this account.'
-        : attempt.didSmsFail
+        : attempt.didDeliveryFail
           ? `If the code reaches ${phone}, enter it here. Otherwise ask for a new one, or choose another way below.`
           : `Enter the 6-digit code we sent to ${phone}. It works for 5 minutes.`;
       codeLabel.textContent = sms ? 'Code from the SMS' : 'Code from the app';
@@ -342,7 +347,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
         current.methods = answer.mfaTypes;
         current.method = answer.mfaType;
         current.webauthnOptions = answer.webauthn;
-        current.didSmsFail = false;
+        current.didDeliveryFail = false;
         renderMethod();
         // A first code: the prompt says it was sent. A new one: only this says so.
         if (isResend)
@@ -368,10 +373,12 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
         attempt = { username, methods: [], method: 'totp' };
         follow(await backend.password(username, password), username);
       } catch (error) {
-        if (error instanceof ApiError && SIGN_IN_SMS_FAILURES.has(error.code)) {
+        const failed = error instanceof ApiError ? SIGN_IN_DELIVERY_FAILURES[error.code] : undefined;
+        if (failed) {
           // The service does not say which other factors the person has: all are offered, and
           // asking for one they lack is answered with invalid_request, shown like any refusal.
-          attempt = { username, methods: ['sms', 'totp', 'webauthn'], method: 'sms', didSmsFail: true };
+          const methods: FactorType[] = ['sms', 'totp', 'webauthn', 'email'];
+          attempt = { username, methods, method: failed, didDeliveryFail: true };
           showFactorForm();
           warn(describeError(error, 'code'), section);
           return;
