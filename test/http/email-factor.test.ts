@@ -15,6 +15,7 @@ import {
 import { ADMIN_TOKEN, expectStatus, type Service, startService } from '../support/service.js';
 import { SignInBrowser } from '../support/sign-in-browser.js';
 import { type SmtpTestServer, startSmtpServer } from '../support/smtp-server.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 
 // CONTRACT §20, email codes as a second factor (EMAIL_FACTOR=on), over HTTP: codes read back from
 // the mail a real SMTP server in this process received; the same rules as SMS codes (§5).
@@ -231,5 +232,45 @@ describe('email codes as a second factor: signing in', () => {
     assert.ok(!(await service.dumpDatabase()).includes(`"${code}"`), 'no code in the database');
     await expectStatus(service.login(username, PASSWORD, { mfa_code: code }), 200);
     assert.ok(!service.log().includes(code), 'no code in the log');
+  });
+});
+
+describe('email codes as a second factor: when mail cannot go out', () => {
+  test('a sign-in answers 503 mail_unavailable, keeps no code and no cooldown; the next sign-in mails one', async () => {
+    const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(smtp.url).port) });
+    const flaky = await startService({
+      env: { SMTP_URL: `smtp://127.0.0.1:${proxy.port}`, EMAIL_FACTOR: 'on', SMTP_TIMEOUT_MS: '2000' },
+    });
+    try {
+      const username = 'flaky-mail';
+      const email = `${username}@mail.example`;
+      await expectStatus(
+        flaky.call('/admin/users', {
+          method: 'POST',
+          token: ADMIN_TOKEN,
+          body: { username, password: PASSWORD, email },
+        }),
+        201,
+      );
+      const token = await flaky.accessToken(username, PASSWORD);
+      await expectStatus(requestEnrolment(token, flaky), 200);
+      await expectStatus(
+        flaky.call('/mfa/email-factor/verify/', { method: 'PUT', token, body: { mfa_code: smtp.lastCodeFor(email) } }),
+        200,
+      );
+      flaky.clock.advance(31);
+      await proxy.cut();
+      const failed = await expectStatus(flaky.login(username, PASSWORD), 503);
+      assert.equal(failed.error, 'mail_unavailable');
+      await proxy.restore();
+      // Nothing half-done: no cooldown was spent, so the next sign-in mails a code at once.
+      const asked = await expectStatus(flaky.login(username, PASSWORD), 200);
+      assert.equal(asked.mfa_type, 'email');
+      const tokens = await expectStatus(flaky.login(username, PASSWORD, { mfa_code: smtp.lastCodeFor(email) }), 200);
+      assert.ok(tokens.access_token);
+    } finally {
+      await flaky.close();
+      await proxy.cut();
+    }
   });
 });
