@@ -24,9 +24,10 @@ if (existsSync('dist/main.js') && statSync('dist/main.js').mtimeMs > Math.max(..
 
 /**
  * The browser pages: each is web/<name>/ (index.html and main.ts), served from dist/<name>/ at
- * /<name>/ (the console at /admin/console/).
+ * /<name>/ (the console at /admin/console/). account/reset (the page a password-reset link opens)
+ * is built after account, inside its folder.
  */
-const PAGES = ['account', 'sign-in', 'console'];
+const PAGES = ['account', 'sign-in', 'console', 'account/reset'];
 
 // Built beside dist/ and then swapped in, so dist/ is never half written.
 const staging = `dist.${process.pid}`;

@@ -20,6 +20,7 @@ import { contextOf, createClientAddressResolver, lazyRequestLogger, requestIdFor
 import { adminRoutes } from './http/routes/admin.js';
 import { deviceRoutes } from './http/routes/devices.js';
 import { emailRoutes } from './http/routes/email.js';
+import { emailFactorRoutes } from './http/routes/email-factor.js';
 import { inviteRoutes } from './http/routes/invites.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes, REVOCATION_PATH, TOKEN_PATH } from './http/routes/oauth.js';
@@ -47,6 +48,7 @@ import { createMetrics } from './metrics/metrics.js';
 import { createBackupCodes } from './mfa/backup-codes.js';
 import { createCountryBudgets } from './mfa/country-budgets.js';
 import { createEnrolment } from './mfa/enrolment.js';
+import { createEmailFactor } from './mfa/factors/email.js';
 import type { SecondFactors } from './mfa/factors/factor.js';
 import { createSmsFactor } from './mfa/factors/sms.js';
 import { createTotpFactor } from './mfa/factors/totp.js';
@@ -86,6 +88,7 @@ import type { Tracing } from './tracing.js';
 import { createAccounts } from './users/accounts.js';
 import { createEmails } from './users/emails.js';
 import { createInviteRedemption, createInvites } from './users/invites.js';
+import { createPasswordReset } from './users/password-reset.js';
 import { createPasswords } from './users/passwords.js';
 import { createDeliveryWorker } from './webhooks/delivery-worker.js';
 import { createWebhookEndpoints, WEBHOOK_SEALING_PURPOSE } from './webhooks/endpoints.js';
@@ -110,7 +113,7 @@ export interface AppDeps {
 }
 
 /** The browser pages, each built from web/<name>/ into dist/<name>/ and served at /<name>/. */
-const PAGE_NAMES = ['account', 'sign-in', 'console'] as const;
+const PAGE_NAMES = ['account', 'sign-in', 'console', 'account/reset'] as const;
 /** Where a page is served when not at /<name>/. */
 const PAGE_PATHS: Partial<Record<(typeof PAGE_NAMES)[number], string>> = { console: CONSOLE_PATH };
 
@@ -185,6 +188,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       ? createTwilioSender(fallback, 'twilio_fallback')
       : fallback && createVonageSender(fallback);
   const smsDelivery = createSmsDelivery({ primary: smsSender, fallback: smsFallback, clock });
+  const mail =
+    config.mail.kind === 'smtp'
+      ? createSmtpSender(config.mail)
+      : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line)));
   const codes = createOneTimeCodes({
     store,
     sms: smsDelivery,
@@ -198,6 +205,15 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
         code,
         count: config.smsLimits.codeTtlSeconds / 60,
       }),
+    mail,
+    emailText: (code, context) => {
+      const language = pickLanguage(preferredLanguages(context));
+      const values = { service: config.serviceName, code, count: config.smsLimits.codeTtlSeconds / 60 };
+      return {
+        subject: translate(language, 'email_factor_code_subject', values),
+        text: translate(language, 'email_factor_code', values),
+      };
+    },
     metrics,
   });
   const keys = await createSigningKeys({
@@ -260,7 +276,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     settings: config.webauthn,
     challengeKey: deriveKey(hashSecret, 'passkey-sign-in-challenge'),
   });
-  const factors: SecondFactors = { sms, totp, webauthn };
+  const emailFactor = createEmailFactor({ store, codes, enrolment, audit, clock, isOffered: config.emailFactor });
+  const factors: SecondFactors = { sms, totp, webauthn, email: emailFactor };
   const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
   const passwords = createPasswordCheck({ store, throttle, audit });
   const recovery = createRecoveryRequests({
@@ -288,10 +305,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   const accounts = createAccounts({ store, clock, audit, sessions });
   const invites = createInvites({ store, audit, clock, issuer: config.issuer });
   const inviteRedemption = createInviteRedemption({ store, passkeys: webauthn, tokens, audit, clock });
-  const mailSender =
-    config.mail.kind === 'smtp'
-      ? createSmtpSender(config.mail)
-      : createConsoleMailSender(deps.consoleMailWrite ?? ((line) => process.stderr.write(line)));
   const messageWorker = createMessageWorker({
     store,
     clock,
@@ -300,7 +313,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     log: rootLogger,
     // Channels by name, as second factors are: a new channel is a sender and an entry.
     channels: {
-      email: (mail, log, messageId) => mailSender.send({ ...mail, messageId }, log),
+      email: (message, log, messageId) => mail.send({ ...message, messageId }, log),
       sms: ({ phoneNumber, body }, log) => {
         const phone = parsePhoneNumber(phoneNumber);
         return smsDelivery.deliver({ toE164: phone.e164, body }, log, (attempt) =>
@@ -321,6 +334,16 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     serviceName: config.serviceName,
   });
   const passwordChanges = createPasswords({ store, passwords, stepUp, sessions, audit, clock });
+  const passwordReset = createPasswordReset({
+    store,
+    outbox,
+    sessions,
+    audit,
+    clock,
+    key: deriveKey(hashSecret, 'password-reset'),
+    issuer: config.issuer,
+    serviceName: config.serviceName,
+  });
   const webhookSettings = {
     sealingKey: deriveKey(hashSecret, WEBHOOK_SEALING_PURPOSE),
     allowPrivate: config.webhookAllowPrivate,
@@ -477,8 +500,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   webauthnRoutes(app, { webauthn, requireAccessToken });
   recoveryRoutes(app, { backupCodes, requireAccessToken });
   recoveryRequestRoutes(app, { recovery, passwordGrant, clients, requireAccessToken });
-  passwordRoutes(app, { passwords: passwordChanges, requireAccessToken });
+  passwordRoutes(app, { passwords: passwordChanges, reset: passwordReset, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
+  emailFactorRoutes(app, { emailFactor, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
   operatorViewRoutes(app, { store, clock, countries, userThrottles, requireAdmin });
   inviteRoutes(app, { invites: inviteRedemption });
@@ -508,6 +532,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       store,
       cookies,
       factors: { sms, totp, webauthn },
+      backupCodes,
       requireAccessToken,
       csrfKey,
       stylesheet: stylesheetName && `${config.issuer}/sign-in/assets/${stylesheetName}`,
@@ -525,6 +550,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
 
   // Stopped before the caller closes the database: claimed deliveries are recorded first.
   app.addHook('onClose', () => Promise.all([deliveryWorker.stop(), messageWorker.stop(), retentionWorker.stop()]));
+  app.addHook('onClose', () => passwordReset.drain());
   await app.ready();
   deliveryWorker.start();
   messageWorker.start();

@@ -87,6 +87,8 @@ export interface Config {
   trustedProxies?: readonly string[];
   /** WEBHOOK_ALLOW_PRIVATE: webhooks may use http and go to loopback, private and link-local addresses. */
   webhookAllowPrivate: boolean;
+  /** EMAIL_FACTOR=on: users may add email codes as a second factor (CONTRACT §20); off by default. */
+  emailFactor: boolean;
 }
 
 export interface SmsLimits {
@@ -210,6 +212,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel,
     trustedProxies: loadTrustedProxies(value('TRUST_PROXY')),
     webhookAllowPrivate: boolean(value, 'WEBHOOK_ALLOW_PRIVATE', false),
+    emailFactor: onOff(value, 'EMAIL_FACTOR', false),
   };
   if (secretKey === undefined && isProduction) {
     throw new ConfigError(
@@ -435,6 +438,14 @@ function boolean(value: (name: string) => string | undefined, name: string, fall
   if (raw === undefined) return fallback;
   if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
   return raw === 'true';
+}
+
+/** CONTRACT §20 spells the switch `EMAIL_FACTOR=on`. */
+function onOff(value: (name: string) => string | undefined, name: string, fallback: boolean): boolean {
+  const raw = value(name);
+  if (raw === undefined) return fallback;
+  if (raw !== 'on' && raw !== 'off') throw new ConfigError(`${name} must be on or off, got "${raw}"`);
+  return raw === 'on';
 }
 
 function loadTrustedProxies(raw: string | undefined): string[] | undefined {

@@ -33,11 +33,14 @@ export type ErrorCode =
   | 'no_recovery_request'
   // Passwords (CONTRACT §20)
   | 'weak_password'
+  | 'invalid_reset_token'
+  | 'reset_rate_limited'
   // Email (CONTRACT §20)
   | 'email_cooldown'
   | 'email_rate_limited'
   | 'email_address_rejected'
   | 'mail_unavailable'
+  | 'email_not_verified'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'country_not_paused'

@@ -36,6 +36,7 @@ export type SecurityEventType =
   | 'invite_used'
   | 'password_changed'
   | 'password_removed'
+  | 'password_reset_requested'
   | 'email_code_check'
   | 'email_verified'
   | 'device_remembered'

@@ -22,6 +22,12 @@ export const MfaStatus = Type.Object({
   phone_number: Type.String(),
 });
 
+/** Whether EMAIL_FACTOR is on, and the user's verified address ("" when none). */
+export const EmailFactorOffer = Type.Object({ offered: Type.Boolean(), email: Type.String() });
+
+/** CONTRACT §20: an email-factor enrolment started; `email` is where its code went. */
+export const EmailFactorStart = Type.Object({ ...MfaStatus.properties, email: Type.String() });
+
 const FactorName = Type.String({
   pattern: FACTOR_NAME_PATTERN,
   description: 'a name of 1 to 64 printable characters, e.g. "Work phone"',
@@ -314,6 +320,20 @@ export const PasswordChangeBody = Type.Object({
   current_password: Type.Optional(
     Type.String({ minLength: 1, maxLength: 1024, description: 'the password now (absent when the account has none)' }),
   ),
+  new_password: NewPassword,
+});
+
+/** CONTRACT §20: "forgot password" names the account by one of these. */
+export const PasswordResetRequestBody = Type.Object({
+  username: Type.Optional(Type.String({ minLength: 1, maxLength: 150, description: 'the username (or send email)' })),
+  email: Type.Optional(Email),
+});
+
+/** The same `{}` whether or not an account was found. */
+export const PasswordResetAccepted = Type.Object({}, { additionalProperties: false });
+
+export const PasswordResetBody = Type.Object({
+  token: Type.String({ minLength: 1, maxLength: 200, description: 'the token of the link mailed (?token=…)' }),
   new_password: NewPassword,
 });
 
@@ -736,6 +756,10 @@ export const SignInAnswer = Type.Object({
   /** The second step may be skipped in this browser for so many days, if the person asks. */
   remember_device_days: Type.Optional(Type.Integer()),
   location: Type.Optional(Type.String()),
+  /** The sign-in used a backup code: how many unused ones are left, for the page to say. */
+  backup_codes_left: Type.Optional(Type.Integer()),
+  /** The first factor was just added: the first backup codes, shown once before going back to the app. */
+  backup_codes: Type.Optional(Type.Array(Type.String())),
 });
 
 export const SignInDescription = Type.Object({

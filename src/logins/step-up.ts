@@ -65,6 +65,20 @@ export function createStepUp({ store, clock, maxAgeSeconds }: { store: Store; cl
   }
 
   /**
+   * Whether `login` is the one that turned MFA on, at most STEP_UP_MAX_AGE ago: it began before
+   * MFA was on, and turning it on ended every other such login (CONTRACT §14). It proved the new
+   * factor as it added it, so it may create the first backup codes without signing in again.
+   */
+  async function isEnablingLogin(login: LoginProof): Promise<boolean> {
+    const enabledAt = await store.factors.findMfaEnabledAt(login.userId);
+    if (!enabledAt) return false;
+    const enabledSeconds = Math.floor(enabledAt.getTime() / 1000);
+    return (
+      login.authTime <= enabledSeconds && Math.floor(clock.now().getTime() / 1000) - enabledSeconds <= maxAgeSeconds
+    );
+  }
+
+  /**
    * CONTRACT §14: adding a factor is judged by the state it meets (`mfaEnabledAt`, read when the
    * call runs, for a request and for a verify alike). With MFA on it is a sensitive call; with MFA
    * off the login must still be fresh, so that a stolen old token cannot turn MFA on with the
@@ -120,7 +134,7 @@ export function createStepUp({ store, clock, maxAgeSeconds }: { store: Store; cl
     judgeEnrolment(login, await store.factors.findMfaEnabledAt(login.userId));
   }
 
-  return { requireRecentSecondFactor, judgeEnrolment, requireRecentLogin };
+  return { requireRecentSecondFactor, isEnablingLogin, judgeEnrolment, requireRecentLogin };
 }
 
 export type StepUp = ReturnType<typeof createStepUp>;

@@ -20,22 +20,53 @@ export interface BackupCodeDeps {
 export function createBackupCodes({ store, stepUp, clock, codeKey, audit }: BackupCodeDeps) {
   const hash = (userId: string, code: string) => keyedHash(codeKey, 'backup-code', userId, code);
 
-  /** A new set replacing any earlier one; needs MFA on and a login that carried the second factor. */
+  /**
+   * A new set replacing any earlier one; needs MFA on and a login that carried the second factor,
+   * or (issue 29: codes offered as soon as the first factor is added) the login that turned MFA on
+   * moments ago, for the first set only.
+   */
   async function regenerateBackupCodes(login: LoginProof, context: RequestContext): Promise<string[]> {
-    const userId = login.userId;
+    const first = await createFirstSet(login, context);
+    if (first) return first;
     await stepUp.requireRecentSecondFactor(login);
+    return replaceSet(login.userId, context, () => Promise.resolve(true));
+  }
+
+  /**
+   * The first set, for the login that just turned MFA on (the hosted sign-in offers it before going
+   * back to the app); undefined for any other login, or when the user has codes already.
+   */
+  async function createFirstSet(login: LoginProof, context: RequestContext): Promise<string[] | undefined> {
+    if (!(await stepUp.isEnablingLogin(login))) return undefined;
+    const codes = await replaceSet(
+      login.userId,
+      context,
+      async (tx) => (await tx.backupCodes.countUnusedBackupCodes(login.userId)) === 0,
+    );
+    return codes.length > 0 ? codes : undefined;
+  }
+
+  /** Replaces the user's set when `mayReplace` agrees, behind the MFA lock; answers the codes, or none. */
+  async function replaceSet(
+    userId: string,
+    context: RequestContext,
+    mayReplace: (tx: Store) => Promise<boolean>,
+  ): Promise<string[]> {
     const codes = new Set<string>();
     while (codes.size < SET_SIZE) codes.add(randomDigits(12));
     const hashed = [...codes].map((code) => ({ id: randomUUID(), codeHash: hash(userId, code) }));
-    await store.transaction(async (tx) => {
+    const isReplaced = await store.transaction(async (tx) => {
       // Behind the lock, regenerations racing each other leave one set, and none outlives DELETE /mfa/.
       if (!(await tx.factors.lockUserMfa(userId))?.mfaEnabledAt) {
         throw new ServiceError('mfa_not_enabled', 'multifactor authentication is not on');
       }
+      // Read behind the lock: of two first sets racing, one is made.
+      if (!(await mayReplace(tx))) return false;
       await tx.backupCodes.replaceBackupCodes(userId, hashed, clock.now());
       await audit.record('backup_codes_regenerated', 'succeeded', { userId, context }, tx);
+      return true;
     });
-    return [...codes];
+    return isReplaced ? [...codes] : [];
   }
 
   /** How many unused codes are left; same requirements as regenerating. */
@@ -53,7 +84,7 @@ export function createBackupCodes({ store, stepUp, clock, codeKey, audit }: Back
     });
   }
 
-  return { regenerateBackupCodes, countRemaining, spendBackupCode };
+  return { regenerateBackupCodes, createFirstSet, countRemaining, spendBackupCode };
 }
 
 export type BackupCodes = ReturnType<typeof createBackupCodes>;

@@ -1,19 +1,22 @@
 import { randomUUID } from 'node:crypto';
+import type { BaseLogger } from 'pino';
 import type { RequestContext } from '../audit/audit-trail.js';
 import { type Clock, onceAnHour } from '../clock.js';
 import type { SmsLimits } from '../config.js';
 import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import { type MailSender, MailTimeout, maskEmail } from '../mail/mail-sender.js';
 import type { ServiceMetrics, SmsOutcome } from '../metrics/metrics.js';
 import type { SmsDelivery } from '../sms/failover.js';
 import { maskPhone } from '../sms/sms-sender.js';
-import type { CodePurpose } from '../store/database.js';
+import { type CodePurpose, type EmailPurpose, isEmailPurpose, type SmsPurpose } from '../store/database.js';
 import type { Store } from '../store/store.js';
 import { type CountryBudgets, type CountryCap, countryScope, historyStart, startOfHour } from './country-budgets.js';
 import { countryKeyOf, type PhoneNumber, rangeOf } from './phone-numbers.js';
 
 export type CodeCheck =
-  | { outcome: 'ok'; phoneNumber: string }
+  /** `destination`: where the code went (the SMS number's digits, or the address). */
+  | { outcome: 'ok'; destination: string }
   | { outcome: 'none' | 'wrong' | 'expired' | 'dead' | 'spent'; description: string };
 
 export type SendOutcome = { outcome: 'sent' } | { outcome: 'cooldown'; retryAfterSeconds: number };
@@ -29,6 +32,10 @@ export interface OneTimeCodeDeps {
   limits: SmsLimits;
   /** The SMS, in the language the request that causes it prefers (CONTRACT §22). */
   smsText: (code: string, context: RequestContext) => string;
+  /** Where codes by mail go (CONTRACT §20, email codes as a second factor). */
+  mail: MailSender;
+  /** The mail of a code, in the language the request prefers. */
+  emailText: (code: string, context: RequestContext) => { subject: string; text: string };
   metrics: ServiceMetrics;
 }
 
@@ -41,6 +48,23 @@ interface Cap {
   reached: string;
 }
 
+/** One code on its way, as sendThrough sends it on any channel. */
+interface Sending {
+  userId: string;
+  purpose: CodePurpose;
+  /** Where it goes: the SMS number's digits, or the address. */
+  destination: string;
+  caps: Cap[];
+  deliver(code: string): Promise<void>;
+  /** True for a failure after which the message may still arrive (a timeout). */
+  isUnanswered(error: unknown): boolean;
+  /** The error that refuses a send past `cap`. */
+  refuse(cap: Cap, retryAfterSeconds: number): Promise<ServiceError>;
+  onCooldown(): void;
+  log: BaseLogger;
+  logged: Record<string, string>;
+}
+
 /** Thrown inside the caps transaction when a cap refuses the send, so that the transaction rolls back. */
 class CapReached extends Error {
   constructor(readonly cap: Cap) {
@@ -48,7 +72,7 @@ class CapReached extends Error {
   }
 }
 
-/** SMS one-time codes: sending them within the cooldown and caps, and spending them once. */
+/** One-time codes by SMS and by mail: sending them within the cooldown and caps, and spending them once. */
 export function createOneTimeCodes({
   store,
   sms,
@@ -57,6 +81,8 @@ export function createOneTimeCodes({
   codeKey,
   limits,
   smsText,
+  mail,
+  emailText,
   metrics,
 }: OneTimeCodeDeps) {
   const pruneDue = onceAnHour();
@@ -69,7 +95,7 @@ export function createOneTimeCodes({
    */
   async function sendCode(
     userId: string,
-    purpose: CodePurpose,
+    purpose: SmsPurpose,
     phone: PhoneNumber,
     context: RequestContext,
   ): Promise<SendOutcome> {
@@ -88,11 +114,97 @@ export function createOneTimeCodes({
             throw error;
           })
         : undefined;
+    const hour = startOfHour(now);
+    await pruneStaleCounters(hour);
+    return sendThrough(
+      {
+        userId,
+        purpose,
+        destination: phone.digits,
+        caps: capsFor(userId, phone, countryCap),
+        deliver: (code) =>
+          sms.deliver({ toE164: phone.e164, body: smsText(code, context) }, log, (attempt) =>
+            metrics.smsSent(purpose, phone.callingCode, attempt.outcome, attempt.provider, attempt.durationSeconds),
+          ),
+        // CONTRACT §15: a provider that did not answer may still have delivered.
+        isUnanswered: (error) => error instanceof ServiceError && error.code === 'sms_timeout',
+        async refuse(cap, retryAfterSeconds) {
+          if (countryCap?.isPauseThreshold && cap.scope === countryScope(countryCap.country)) {
+            count('suppressed_paused');
+            return countries.pauseCountry(countryCap, now, userId, context);
+          }
+          log.info({ purpose, to: maskPhone(phone.digits), cap: cap.scope.split(':')[0] }, 'hourly SMS cap reached');
+          count('suppressed_cap');
+          return new ServiceError(
+            'sms_rate_limited',
+            `${cap.reached}; try again in ${retryAfterSeconds} s`,
+            retryAfterSeconds,
+          );
+        },
+        onCooldown: () => count('suppressed_cooldown'),
+        log,
+        logged: { purpose, to: maskPhone(phone.digits) },
+      },
+      now,
+    );
+  }
+
+  /**
+   * CONTRACT §20: the same for a code by mail (email codes as a second factor): one per user and
+   * purpose, the same cooldown, lifetime and attempts, hourly caps per account and per address.
+   * Throws 429 `email_rate_limited`, or the mail sender's error (then nothing is kept, unless the
+   * server did not answer: the mail may still arrive, and its code then works).
+   */
+  async function sendEmailCode(
+    userId: string,
+    purpose: EmailPurpose,
+    email: string,
+    context: RequestContext,
+  ): Promise<SendOutcome> {
+    const now = clock.now();
+    return sendThrough(
+      {
+        userId,
+        purpose,
+        destination: email,
+        caps: [
+          {
+            scope: `email-user:${userId}`,
+            limit: limits.perUserPerHour,
+            reached: 'this account has had its hourly mail',
+          },
+          {
+            // Keyed: the counters never hold an address.
+            scope: `email-address:${keyedHash(codeKey, 'email-destination', email.toLowerCase())}`,
+            limit: limits.perNumberPerHour,
+            reached: 'this address has had its hourly mail',
+          },
+        ],
+        deliver: (code) => mail.send({ to: email, ...emailText(code, context) }, context.log),
+        isUnanswered: (error) => error instanceof MailTimeout,
+        refuse: async (cap, retryAfterSeconds) =>
+          new ServiceError(
+            'email_rate_limited',
+            `${cap.reached}; try again in ${retryAfterSeconds} s`,
+            retryAfterSeconds,
+          ),
+        onCooldown: () => undefined,
+        log: context.log,
+        logged: { purpose, to: maskEmail(email) },
+      },
+      now,
+    );
+  }
+
+  /**
+   * What every channel shares (CONTRACT §5): the resend cooldown and the hourly caps reserved in
+   * one transaction, the code delivered, and then kept hashed; a refusal or failure gives the slot
+   * and the counts back, an unanswered delivery keeps them and the code.
+   */
+  async function sendThrough(send: Sending, now: Date): Promise<SendOutcome> {
+    const { userId, purpose, caps } = send;
     const reservationId = randomUUID();
     const hour = startOfHour(now);
-    const caps = capsFor(userId, phone, countryCap);
-    await pruneStaleCounters(hour);
-
     const reserved = await store
       .transaction(async (tx) => {
         if (!(await tx.smsQuota.reserveCooldown({ userId, purpose, reservationId }, now, limits.cooldownSeconds))) {
@@ -106,26 +218,12 @@ export function createOneTimeCodes({
       })
       .catch(async (error: unknown) => {
         if (!(error instanceof CapReached)) throw error;
-        if (countryCap?.isPauseThreshold && error.cap.scope === countryScope(countryCap.country)) {
-          count('suppressed_paused');
-          throw await countries.pauseCountry(countryCap, now, userId, context);
-        }
-        const retryAfterSeconds = Math.ceil((hour.getTime() + HOUR_MS - now.getTime()) / 1000);
-        log.info(
-          { purpose, to: maskPhone(phone.digits), cap: error.cap.scope.split(':')[0] },
-          'hourly SMS cap reached',
-        );
-        count('suppressed_cap');
-        throw new ServiceError(
-          'sms_rate_limited',
-          `${error.cap.reached}; try again in ${retryAfterSeconds} s`,
-          retryAfterSeconds,
-        );
+        throw await send.refuse(error.cap, Math.ceil((hour.getTime() + HOUR_MS - now.getTime()) / 1000));
       });
     if (!reserved) {
       const sentAt = (await store.smsQuota.findCooldown(userId, purpose)) ?? now;
       const waitMs = sentAt.getTime() + limits.cooldownSeconds * 1000 - now.getTime();
-      count('suppressed_cooldown');
+      send.onCooldown();
       return { outcome: 'cooldown', retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
     }
 
@@ -138,7 +236,7 @@ export function createOneTimeCodes({
           id,
           userId,
           purpose,
-          phoneNumber: phone.digits,
+          phoneNumber: send.destination,
           codeHash: keyedHash(codeKey, id, code),
           expiresAt,
           reservationId,
@@ -147,13 +245,11 @@ export function createOneTimeCodes({
       );
     };
     try {
-      await sms.deliver({ toE164: phone.e164, body: smsText(code, context) }, log, (attempt) =>
-        metrics.smsSent(purpose, phone.callingCode, attempt.outcome, attempt.provider, attempt.durationSeconds),
-      );
+      await send.deliver(code);
     } catch (error) {
-      if (error instanceof ServiceError && error.code === 'sms_timeout') {
-        // CONTRACT §15: a provider that did not answer may still have delivered. The cooldown and
-        // the caps stay spent, and the code is kept, so that it works if it arrives.
+      if (send.isUnanswered(error)) {
+        // The message may still arrive: the cooldown and the caps stay spent, and the code is kept,
+        // so that it works if it does.
         await keepCode();
         throw error;
       }
@@ -165,7 +261,7 @@ export function createOneTimeCodes({
       throw error;
     }
     await keepCode();
-    log.info({ purpose, to: maskPhone(phone.digits) }, 'one-time code sent');
+    send.log.info(send.logged, 'one-time code sent');
     return { outcome: 'sent' };
   }
 
@@ -220,7 +316,7 @@ export function createOneTimeCodes({
   /** Spends the user's code for `purpose` if `code` matches; never throws for a bad code. */
   async function checkCode(userId: string, purpose: CodePurpose, code: string): Promise<CodeCheck> {
     const check = await compareCode(userId, purpose, code);
-    metrics.codeChecked(purpose, check.outcome, 'sms');
+    metrics.codeChecked(purpose, check.outcome, isEmailPurpose(purpose) ? 'email' : 'sms');
     return check;
   }
 
@@ -246,10 +342,10 @@ export function createOneTimeCodes({
       return { outcome: 'spent', description: 'the code was already used' };
     }
     await endCooldown();
-    return { outcome: 'ok', phoneNumber: pending.phoneNumber };
+    return { outcome: 'ok', destination: pending.phoneNumber };
   }
 
-  return { sendCode, checkCode };
+  return { sendCode, sendEmailCode, checkCode };
 }
 
 export type OneTimeCodes = ReturnType<typeof createOneTimeCodes>;

@@ -266,7 +266,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     csrfToken: string | undefined,
     secondStep: SecondStep & { rememberDevice?: boolean },
     context: RequestContext,
-  ): Promise<SignInAnswer & { device?: NewDevice }> {
+  ): Promise<SignInAnswer & { device?: NewDevice; backupCodesLeft?: number }> {
     const signIn = await loadWithUser(id, browser, csrfToken);
     const step = nextStep(signIn.proof, signIn.user, signIn.request, signIn.client);
     if (step.step !== 'second_factor')
@@ -292,7 +292,14 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
         detail: { days: String(days) },
       });
     }
-    return { ...(await advance({ ...signIn, proof }, browser, context)), ...(device && { device }) };
+    // Issue 31: a sign-in with a backup code tells the person how many are left.
+    const backupCodesLeft =
+      decision.factorType === 'backup' ? await store.backupCodes.countUnusedBackupCodes(signIn.user.id) : undefined;
+    return {
+      ...(await advance({ ...signIn, proof }, browser, context)),
+      ...(device && { device }),
+      ...(backupCodesLeft !== undefined && { backupCodesLeft }),
+    };
   }
 
   /**
@@ -488,6 +495,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
   function enrolmentTypes(user: StoredUser, acr: Acr): FactorType[] {
     return FACTOR_TYPES.filter(
       (type) =>
+        factors[type].canEnrolWhileSigningIn &&
         meetsAcr(acrOf(['pwd', factors[type].amr]), acr) &&
         user.factors.filter((factor) => factor.type === type).length < factors[type].maxPerUser,
     );

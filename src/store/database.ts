@@ -215,13 +215,21 @@ export interface MfaFactorTable {
   failed_attempts: Generated<number>;
 }
 
-export type CodePurpose = 'enrol' | 'login';
+/** SMS codes' purposes (the seed's), and email codes' (CONTRACT §20: one code per user and purpose). */
+export type SmsPurpose = 'enrol' | 'login';
+export type EmailPurpose = 'email_enrol' | 'email_login';
+export type CodePurpose = SmsPurpose | EmailPurpose;
+
+export function isEmailPurpose(purpose: CodePurpose): purpose is EmailPurpose {
+  return purpose.startsWith('email_');
+}
 
 /** At most one code per user and purpose: a new one replaces the row (and its id). */
 export interface OneTimeCodeTable {
   id: string;
   user_id: string;
   purpose: CodePurpose;
+  /** Where the code went: the SMS number's digits, or (email codes) the address. */
   phone_number: string;
   code_hash: string;
   attempts: number;
@@ -444,6 +452,17 @@ export interface EmailCodeTable {
   created_at: IsoTime;
 }
 
+/** CONTRACT §20: the user's one password-reset link, by its keyed hash; spent once. */
+export interface PasswordResetTable {
+  user_id: string;
+  token_hash: string;
+  /** The verified address the link was mailed to. */
+  email: string;
+  expires_at: IsoTime;
+  used_at: IsoTime | null;
+  created_at: IsoTime;
+}
+
 /** Counts kept in the writes that change them, so that reading one costs one row (issue 33). */
 export interface UserCountTable {
   /** `mfa_enabled`: users with MFA on. */
@@ -472,6 +491,7 @@ export interface Database {
   mfa_factor: MfaFactorTable;
   one_time_code: OneTimeCodeTable;
   email_code: EmailCodeTable;
+  password_reset: PasswordResetTable;
   sms_cooldown: SmsCooldownTable;
   sms_counter: SmsCounterTable;
   sms_country_pause: SmsCountryPauseTable;

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Executor } from './database.js';
 
 /** The user's address as it stands: `verifiedAt` undefined while it is not proved. */
@@ -26,6 +27,31 @@ export async function findUserEmail(db: Executor, userId: string): Promise<UserE
     .executeTakeFirst();
   if (!row?.email) return undefined;
   return { email: row.email, verifiedAt: row.email_verified_at ? new Date(row.email_verified_at) : undefined };
+}
+
+/**
+ * The accounts whose verified address is `email` (compared folded to lower case), with their
+ * usernames and whether they have a password; at most `limit` of them, oldest first.
+ */
+export async function listUsersWithVerifiedEmail(
+  db: Executor,
+  email: string,
+  limit: number,
+): Promise<{ id: string; username: string; email: string; passwordHash: string }[]> {
+  const rows = await db
+    .selectFrom('user')
+    .select(['id', 'username', 'email', 'password_hash'])
+    .where(sql`lower(email)`, '=', email.toLowerCase())
+    .where('email_verified_at', 'is not', null)
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
+  return rows.map((row) => ({
+    id: row.id,
+    username: row.username,
+    email: row.email ?? email,
+    passwordHash: row.password_hash,
+  }));
 }
 
 /** Sets the user's address as verified at `now`. Returns false when there is no such user. */

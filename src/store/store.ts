@@ -12,6 +12,7 @@ import * as codes from './one-time-codes.js';
 import * as operatorViews from './operator-views.js';
 import * as outbox from './outbox-messages.js';
 import * as passkeySignIns from './passkey-sign-in-challenges.js';
+import * as passwordResets from './password-resets.js';
 import * as recoveryRequests from './recovery-requests.js';
 import * as refreshTokens from './refresh-tokens.js';
 import * as rememberedDevices from './remembered-devices.js';
@@ -67,6 +68,7 @@ export interface Store {
   authorizationCodes: Bound<typeof authorizationCodes>;
   invites: Bound<typeof invites>;
   passkeySignIns: Bound<typeof passkeySignIns>;
+  passwordResets: Bound<typeof passwordResets>;
   rememberedDevices: Bound<typeof rememberedDevices>;
   operatorViews: Bound<typeof operatorViews>;
   outbox: Bound<typeof outbox>;
@@ -100,6 +102,7 @@ export function createStore(db: Executor): Store {
     authorizationCodes: bind(authorizationCodes, db),
     invites: bind(invites, db),
     passkeySignIns: bind(passkeySignIns, db),
+    passwordResets: bind(passwordResets, db),
     rememberedDevices: bind(rememberedDevices, db),
     operatorViews: bind(operatorViews, db),
     outbox: bind(outbox, db),

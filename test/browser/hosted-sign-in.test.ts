@@ -25,6 +25,8 @@ let context: BrowserContext;
 let page: Page;
 let cdp: CDPSession;
 const problems: string[] = [];
+/** The codes the first factor's enrolment showed. */
+let ivanBackupCodes: string[] = [];
 
 before(async () => {
   stack = await startServiceOnLocalhost();
@@ -203,8 +205,35 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     const added = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
     await page.locator('#totp-code').fill(added.generate({ timestamp: service.clock.now().getTime() }));
     await page.keyboard.press('Enter');
+    // The first way to verify brings the backup codes, shown once before going back to the app.
+    await page.getByRole('heading', { name: 'Your new backup codes' }).waitFor();
+    assert.equal(await page.locator('#backup-codes li').count(), 10);
+    await page.getByText('Authenticator app added.').waitFor();
+    await button(page, 'Copy').waitFor();
+    await button(page, 'Print').waitFor();
+    await screenshots(page, 'hosted-backup-codes');
+    ivanBackupCodes = (await page.locator('#backup-codes li').allTextContents()).map((code) => code.replace(/\s/g, ''));
+    await button(page, 'I have saved them, continue to Payroll').click();
     const tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
+  });
+
+  test('a sign-in with a backup code says how many are left before going back to the app', async () => {
+    const config = await registerApp({ name: 'Ledger' });
+    const signIn = await startAt(config, { prompt: 'login' });
+    await page.getByLabel('Username').fill('ivan');
+    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
+    await button(page, 'Continue').click();
+    await button(page, 'Use a backup code').click();
+    await page.locator('#code').fill(ivanBackupCodes[0] ?? '');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'You signed in with a backup code' }).waitFor();
+    await page.getByText('9 backup codes are left.').waitFor();
+    assert.equal(await focusedId(), 'backup-used-title');
+    await screenshots(page, 'hosted-backup-code-used');
+    await button(page, 'Continue to Ledger').click();
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'backup']);
   });
 
   test('acr_values=phr takes a person through adding a passkey (Chromium’s authenticator), then signs in with it alone as the second step', async () => {
@@ -219,6 +248,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     await button(page, 'Add a passkey').click();
     await page.locator('#passkey-name').fill('Laptop');
     await page.keyboard.press('Enter');
+    await button(page, 'I have saved them, continue to Treasury').click();
     let tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'hwk']);
     assert.equal(tokens.claims()?.acr, 'phr');

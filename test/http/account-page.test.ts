@@ -82,10 +82,10 @@ describe('the account page’s files (CONTRACT §17)', () => {
     }
   });
 
-  test('/account redirects to /account/, relative, so the page also works under a path prefix', async () => {
+  test('/account redirects to /account/, relative, so the page also works under a path prefix; the query stays', async () => {
     const response = await fetch(`${service.url}/account?x=1`, { redirect: 'manual' });
     assert.equal(response.status, 308);
-    assert.equal(response.headers.get('location'), 'account/');
+    assert.equal(response.headers.get('location'), 'account/?x=1');
   });
 
   test('the page is not in the OpenAPI document (it is not part of the API)', async () => {

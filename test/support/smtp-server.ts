@@ -133,8 +133,28 @@ export async function startSmtpServer(
       if (!code) throw new Error(`no code was mailed to ${address}`);
       return code;
     },
+    /** The body of the last mail to `address`, decoded (nodemailer may send quoted-printable or base64). */
+    lastTextFor(address: string): string {
+      const mail = received.filter((candidate) => candidate.to.includes(address)).at(-1);
+      if (!mail) throw new Error(`no mail was sent to ${address}`);
+      return textOf(mail);
+    },
     close,
   };
+}
+
+/** A plain-text mail's body as written, whatever transfer encoding carried it. */
+export function textOf(mail: ReceivedMail): string {
+  const split = mail.raw.indexOf('\r\n\r\n');
+  const headers = mail.raw.slice(0, split);
+  const body = mail.raw.slice(split + 4);
+  const encoding = /^Content-Transfer-Encoding:\s*(\S+)/im.exec(headers)?.[1]?.toLowerCase();
+  if (encoding === 'base64') return Buffer.from(body, 'base64').toString('utf8');
+  if (encoding !== 'quoted-printable') return body;
+  const bytes = body
+    .replace(/=\r\n/g, '')
+    .replace(/=([0-9A-F]{2})/g, (_match, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+  return Buffer.from(bytes, 'latin1').toString('utf8');
 }
 
 export type SmtpTestServer = Awaited<ReturnType<typeof startSmtpServer>>;

@@ -37,6 +37,8 @@ describe('loadConfig defaults', () => {
     assert.equal(config.logLevel, 'info');
     assert.equal(config.webhookAllowPrivate, false, 'webhooks: https to public addresses only');
     assert.equal(loadConfig({ WEBHOOK_ALLOW_PRIVATE: 'true' }).webhookAllowPrivate, true);
+    assert.equal(config.emailFactor, false, 'CONTRACT §20: email codes are opt-in');
+    assert.equal(loadConfig({ EMAIL_FACTOR: 'on' }).emailFactor, true);
     assert.equal(config.stepUpMaxAgeSeconds, 600, 'CONTRACT §14: 10 minutes');
     assert.equal(loadConfig({ STEP_UP_MAX_AGE: '120' }).stepUpMaxAgeSeconds, 120);
     assert.equal(config.recoveryDelaySeconds, 259_200, 'CONTRACT §20: a recovery waits 72 hours');
@@ -178,6 +180,7 @@ describe('loadConfig refuses invalid values, naming the variable', () => {
     [{ STEP_UP_MAX_AGE: '10m' }, 'STEP_UP_MAX_AGE'],
     [{ WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'WEBHOOK_ALLOW_PRIVATE'],
     [{ WEBHOOK_ALLOW_PRIVATE: 'TRUE' }, 'WEBHOOK_ALLOW_PRIVATE'],
+    [{ EMAIL_FACTOR: 'true' }, 'EMAIL_FACTOR'],
     [{ SMS_ENROLMENT_HOURLY_LIMIT: '1000' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],
     [{ SMS_GLOBAL_HOURLY_LIMIT: '100', SMS_ENROLMENT_HOURLY_LIMIT: '100' }, 'SMS_ENROLMENT_HOURLY_LIMIT'],
     [{ SECRET_KEY: 'k'.repeat(31) }, 'SECRET_KEY'],

@@ -1,7 +1,8 @@
 import { createFactorAdding, FACTOR_NAME } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
-import { button, byId, closeOnEscape, el, formattedPhone, grouped, timeAgo, whileBusy } from '../shared/dom.js';
-import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
+import { createBackupCodesBox } from '../shared/backup-codes.js';
+import { button, byId, closeOnEscape, el, formattedPhone, timeAgo, whileBusy } from '../shared/dom.js';
+import { placeOf, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
 import { describeError, type Step } from './messages.js';
@@ -12,7 +13,14 @@ const TYPE_LABELS: Record<Factor['type'], string> = {
   webauthn: 'Passkey',
   totp: 'Authenticator app',
   sms: 'SMS codes',
+  email: 'Codes by email',
 };
+
+/** GET /mfa/email-factor/: whether the service offers email codes, and the verified address ("" when none). */
+interface EmailCodes {
+  offered: boolean;
+  email: string;
+}
 
 /** Unused backup codes; 'unknown' when telling would need a fresher login; 'off' without MFA. */
 type BackupState = number | 'unknown' | 'off';
@@ -38,10 +46,9 @@ export function createAccountView(api: Api, username: () => string) {
   const factorsTitle = byId('factors-title');
   const backupSummary = byId('backup-summary');
   const backupCreate = byId<HTMLButtonElement>('backup-create');
-  const backupBox = byId('backup-codes-box');
-  const backupList = byId('backup-codes');
   const phoneHeld = byId('phone-held');
-  let backupCodes: string[] = [];
+  /** How many ways to verify the account had when last shown: the first one added brings backup codes. */
+  let factorCount = 0;
   /** The last 4 digits of the account's phone, when it has one: the sign-in's SMS step names it. */
   let phoneEnding: string | undefined;
 
@@ -69,7 +76,7 @@ export function createAccountView(api: Api, username: () => string) {
     section.hidden = false;
     document.title = 'Sign-in security · Account security';
     adding.closeForms();
-    closeBackupCodes();
+    backupBox.close();
     let left: BackupState | undefined;
     await act('other', section, async () => {
       left = await reload();
@@ -86,22 +93,23 @@ export function createAccountView(api: Api, username: () => string) {
   function hide(): void {
     section.hidden = true;
     adding.closeForms();
-    closeBackupCodes();
+    backupBox.close();
     list.replaceChildren();
   }
 
   /** Everything from the service again; answers the backup codes left. */
   async function reload(): Promise<BackupState> {
     // The factors first: without one there are no backup codes to ask about (the call would fail).
-    const [{ factors }, password, { devices }, recovery] = await Promise.all([
+    const [{ factors }, password, { devices }, recovery, emailCodes] = await Promise.all([
       api.call<{ factors: Factor[] }>('GET', 'mfa/factors/'),
       api.call<{ has_password: boolean }>('GET', 'mfa/password/'),
       api.call<{ devices: RememberedDevice[] }>('GET', 'mfa/devices/'),
       api.call<RecoveryRequest>('GET', 'mfa/recovery-request/'),
+      api.call<EmailCodes>('GET', 'mfa/email-factor/'),
     ]);
     recoveryPanel.render(recovery);
     const backup = factors.length > 0 ? await backupState() : 'off';
-    renderFactors(factors);
+    renderFactors(factors, emailCodes);
     devicesPanel.render(devices);
     renderBackup(backup);
     passwordPanel.render(password.has_password, factors.filter((factor) => factor.type === 'webauthn').length);
@@ -119,7 +127,8 @@ export function createAccountView(api: Api, username: () => string) {
     }
   }
 
-  function renderFactors(factors: Factor[]) {
+  function renderFactors(factors: Factor[], emailCodes: EmailCodes) {
+    factorCount = factors.length;
     summary.textContent =
       factors.length > 0
         ? 'Two-step verification is on: after your password, signing in asks for your default way to verify (you can choose another of yours).'
@@ -127,25 +136,36 @@ export function createAccountView(api: Api, username: () => string) {
     none.hidden = factors.length > 0;
     // The default first: it is what signing in asks for.
     const ordered = [...factors].sort((a, b) => Number(b.is_default) - Number(a.is_default));
-    list.replaceChildren(...ordered.map((factor) => renderFactor(factor, factors.length === 1)));
+    list.replaceChildren(...ordered.map((factor) => renderFactor(factor, factors.length === 1, emailCodes.email)));
     // One phone per account: the way to another number is removing this one.
     const phone = factors.find((factor) => factor.type === 'sms');
     phoneEnding = phone?.phone_number?.slice(-4);
-    adding.offer(phone ? ['webauthn', 'totp'] : ['webauthn', 'totp', 'sms']);
+    // Email codes where the service offers them, to the account's verified address, once.
+    const canAddEmail =
+      emailCodes.offered && emailCodes.email !== '' && !factors.some((factor) => factor.type === 'email');
+    adding.describeEmail(emailCodes.email);
+    adding.offer([
+      'webauthn',
+      'totp',
+      ...(phone ? [] : (['sms'] as const)),
+      ...(canAddEmail ? (['email'] as const) : []),
+    ]);
     phoneHeld.hidden = !phone;
     phoneHeld.textContent = phone
       ? `You already have a phone${phone.phone_number ? ` (ending ${phone.phone_number.slice(-4)})` : ''}. Remove it to add another number.`
       : '';
   }
 
-  function renderFactor(factor: Factor, isOnlyOne: boolean): HTMLLIElement {
+  function renderFactor(factor: Factor, isOnlyOne: boolean, email: string): HTMLLIElement {
     const quoted = ` “${factor.name}”`;
     const kind =
       factor.type === 'sms' && factor.phone_number
         ? `${TYPE_LABELS.sms} to ${formattedPhone(factor.phone_number)}`
-        : factor.type === 'webauthn'
-          ? passkeyKind(factor)
-          : TYPE_LABELS[factor.type];
+        : factor.type === 'email' && email
+          ? `${TYPE_LABELS.email} to ${email}`
+          : factor.type === 'webauthn'
+            ? passkeyKind(factor)
+            : TYPE_LABELS[factor.type];
     /** "2 minutes ago", with the date and time for a pointer's tooltip. */
     const when = (at: string) =>
       el('time', { datetime: at, title: dateTimeFormat.format(new Date(at)) }, timeAgo(new Date(at)));
@@ -292,7 +312,7 @@ export function createAccountView(api: Api, username: () => string) {
   function renderBackup(state: BackupState) {
     // Hidden rather than disabled: a button disabled while busy is enabled again afterwards. Hidden
     // too while a new set is on screen: a click there would cancel the codes being saved.
-    backupCreate.hidden = state === 'off' || !backupBox.hidden;
+    backupCreate.hidden = state === 'off' || backupBox.isOpen;
     backupCreate.textContent =
       typeof state === 'number' && state > 0 ? 'Create new backup codes' : 'Create backup codes';
     backupSummary.textContent =
@@ -310,9 +330,16 @@ export function createAccountView(api: Api, username: () => string) {
     enrol: (path, body) => api.call('PUT', `mfa/${path}`, { body }),
     act,
     async added(message) {
+      const wasFirst = factorCount === 0;
       await reload();
-      say(message, factorsTitle);
-      factorsTitle.focus();
+      const codes = wasFirst ? await offerFirstBackupCodes() : undefined;
+      if (!codes) {
+        say(message, factorsTitle);
+        factorsTitle.focus();
+        return;
+      }
+      showBackupCodes(codes);
+      say(`${message} Save these backup codes now: if you lose it, a code signs you in instead.`, backupBox.list);
     },
   });
 
@@ -328,62 +355,40 @@ export function createAccountView(api: Api, username: () => string) {
   });
 
   // Backup codes: shown once, downloadable, gone from the page when put away.
+  const backupBox = createBackupCodesBox({
+    owner: username,
+    saved() {
+      backupCreate.hidden = false;
+      backupCreate.focus();
+    },
+  });
+
+  function showBackupCodes(codes: string[]) {
+    backupBox.show(codes);
+    renderBackup(codes.length);
+  }
 
   backupCreate.addEventListener('click', () =>
     act('other', backupCreate.parentElement ?? undefined, async () => {
       const { backup_codes } = await api.call<{ backup_codes: string[] }>('POST', 'mfa/recovery/');
-      backupCodes = backup_codes;
-      backupList.replaceChildren(...backup_codes.map((code) => el('li', {}, grouped(code))));
-      byId('backup-codes-for').textContent =
-        `For ${username()} at ${location.host}, made ${new Date().toISOString().slice(0, 10)}.`;
-      backupBox.hidden = false;
-      renderBackup(backup_codes.length);
-      say('New backup codes made; any earlier ones no longer work.', backupList);
-      byId('backup-codes-title').focus();
+      showBackupCodes(backup_codes);
+      say('New backup codes made; any earlier ones no longer work.', backupBox.list);
     }),
   );
 
-  /** The codes as a text file or the clipboard hold them: whose, when, and one code a line. */
-  function backupText(): string {
-    return [
-      `Backup codes for ${username()} at ${location.origin}`,
-      `Made ${new Date().toISOString().slice(0, 10)}. Each code signs you in once; a new set cancels these.`,
-      '',
-      ...backupCodes.map((code) => grouped(code)),
-      '',
-    ].join('\n');
+  /**
+   * Issue 29: the first way to verify brings the first backup codes at once (the login that added
+   * it may make them without signing in again). Undefined when the service says otherwise.
+   */
+  async function offerFirstBackupCodes(): Promise<string[] | undefined> {
+    try {
+      return (await api.call<{ backup_codes: string[] }>('POST', 'mfa/recovery/', { stepUp: false })).backup_codes;
+    } catch (error) {
+      // Too late for this login (or codes already made): "Create backup codes" stays on offer.
+      if (error instanceof ApiError && error.status === 401) return undefined;
+      throw error;
+    }
   }
-
-  byId('backup-download').addEventListener('click', () => {
-    const url = URL.createObjectURL(new Blob([backupText()], { type: 'text/plain;charset=utf-8' }));
-    const link = el('a', { href: url, download: 'backup-codes.txt' });
-    link.click();
-    setTimeout(() => URL.revokeObjectURL(url), 60_000);
-  });
-
-  byId('backup-copy').addEventListener('click', () => {
-    navigator.clipboard.writeText(backupText()).then(
-      () => say('Codes copied. Paste them somewhere safe, such as a password manager.', backupList),
-      () => warn('This browser did not let the page copy: download or print the codes instead.', backupList),
-    );
-  });
-
-  // The print style sheet (web/shared/style.css) prints the codes alone.
-  byId('backup-print').addEventListener('click', () => window.print());
-
-  function closeBackupCodes() {
-    backupCodes = [];
-    backupList.replaceChildren();
-    backupBox.hidden = true;
-    byId('backup-codes-for').textContent = '';
-  }
-
-  byId('backup-done').addEventListener('click', () => {
-    closeBackupCodes();
-    clearNotices();
-    backupCreate.hidden = false;
-    backupCreate.focus();
-  });
 
   return {
     show,

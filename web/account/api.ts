@@ -13,7 +13,7 @@ export interface Tokens {
   refresh_token: string;
 }
 
-export type FactorType = 'sms' | 'totp' | 'webauthn';
+export type FactorType = 'sms' | 'totp' | 'webauthn' | 'email';
 
 export interface MfaRequired {
   mfa_required: true;

@@ -32,6 +32,7 @@ export function createFactorAdding(host: FactorAddingHost) {
     webauthn: byId<HTMLButtonElement>('add-passkey'),
     totp: byId<HTMLButtonElement>('add-totp'),
     sms: byId<HTMLButtonElement>('add-sms'),
+    email: byId<HTMLButtonElement>('add-email'),
   };
   const forms = {
     passkey: byId<HTMLFormElement>('passkey-form'),
@@ -39,8 +40,9 @@ export function createFactorAdding(host: FactorAddingHost) {
     totpVerify: byId<HTMLFormElement>('totp-verify-form'),
     smsStart: byId<HTMLFormElement>('sms-start-form'),
     smsVerify: byId<HTMLFormElement>('sms-verify-form'),
+    emailVerify: byId<HTMLFormElement>('email-verify-form'),
   };
-  const resend = byId<HTMLButtonElement>('sms-resend');
+  const resendButtons = [byId<HTMLButtonElement>('sms-resend'), byId<HTMLButtonElement>('email-resend')];
   const totpLinkLine = byId('totp-link-line');
   let smsNumber = '';
   let totpSecret = '';
@@ -71,7 +73,7 @@ export function createFactorAdding(host: FactorAddingHost) {
   }
 
   /** "Send a new code (21 s)", disabled, until the service's cooldown is over: information, not an error. */
-  function coolDown(seconds: number) {
+  function coolDown(resend: HTMLButtonElement, seconds: number) {
     endCooldown();
     let left = Math.ceil(seconds);
     const tick = () => {
@@ -87,8 +89,10 @@ export function createFactorAdding(host: FactorAddingHost) {
   function endCooldown() {
     clearInterval(cooldownTimer);
     cooldownTimer = undefined;
-    resend.disabled = false;
-    resend.textContent = 'Send a new code';
+    for (const resend of resendButtons) {
+      resend.disabled = false;
+      resend.textContent = 'Send a new code';
+    }
   }
 
   function open(form: HTMLFormElement, from: HTMLButtonElement) {
@@ -229,23 +233,36 @@ export function createFactorAdding(host: FactorAddingHost) {
       byId('sms-code').focus();
     });
   });
-  resend.addEventListener('click', async () => {
-    let cooldown: number | undefined;
-    await host.act('phone', forms.smsVerify, async () => {
-      try {
-        await sendSmsCode(smsNumber);
-        byId('sms-verify-intro').textContent =
-          `We sent a new 6-digit code to ${formattedPhone(smsNumber)}. It works for 5 minutes.`;
-        announce(`A new code was sent to ${formattedPhone(smsNumber)}.`);
-      } catch (error) {
-        if (!(error instanceof ApiError && error.code === 'sms_cooldown' && error.retryAfterSeconds)) throw error;
-        cooldown = error.retryAfterSeconds;
-        say('The code sent moments ago still works.', forms.smsVerify);
-      }
+  /** "Send a new code" on a form whose code went by SMS or mail: inside the cooldown, the button counts down. */
+  function offerResend(
+    resend: HTMLButtonElement,
+    form: HTMLFormElement,
+    codeInputId: string,
+    send: () => Promise<void>,
+  ) {
+    resend.addEventListener('click', async () => {
+      let cooldown: number | undefined;
+      await host.act('phone', form, async () => {
+        try {
+          await send();
+        } catch (error) {
+          const isCooldown = error instanceof ApiError && /_cooldown$/.test(error.code) && error.retryAfterSeconds;
+          if (!isCooldown) throw error;
+          cooldown = error.retryAfterSeconds;
+          say('The code sent moments ago still works.', form);
+        }
+      });
+      // After the busy state, which would enable the button again.
+      if (cooldown) coolDown(resend, cooldown);
+      byId(codeInputId).focus();
     });
-    // After the busy state, which would enable the button again.
-    if (cooldown) coolDown(cooldown);
-    byId('sms-code').focus();
+  }
+
+  offerResend(byId<HTMLButtonElement>('sms-resend'), forms.smsVerify, 'sms-code', async () => {
+    await sendSmsCode(smsNumber);
+    byId('sms-verify-intro').textContent =
+      `We sent a new 6-digit code to ${formattedPhone(smsNumber)}. It works for 5 minutes.`;
+    announce(`A new code was sent to ${formattedPhone(smsNumber)}.`);
   });
   verifyWithCode(
     forms.smsVerify,
@@ -254,5 +271,39 @@ export function createFactorAdding(host: FactorAddingHost) {
     () => `Phone ${formattedPhone(smsNumber)} added. Signing in can now send it codes.`,
   );
 
-  return { closeForms, offer };
+  /** Email codes (CONTRACT §20): nothing to type first; the code goes to the account's verified address. */
+  async function sendEmailCode(): Promise<string> {
+    const { email } = await host.enrol<{ email: string }>('email-factor/request/', {});
+    byId('email-verify-intro').textContent = `We mailed a 6-digit code to ${email}. It works for 5 minutes.`;
+    return email;
+  }
+  addButtons.email.addEventListener('click', () => {
+    void host.act('other', byId('add-buttons'), async () => {
+      try {
+        await sendEmailCode();
+      } catch (error) {
+        // Asked again moments after a first try: the code mailed then still works.
+        if (!(error instanceof ApiError && error.code === 'email_cooldown')) throw error;
+        byId('email-verify-intro').textContent = 'We mailed you a 6-digit code moments ago. It works for 5 minutes.';
+      }
+      open(forms.emailVerify, addButtons.email);
+    });
+  });
+  offerResend(byId<HTMLButtonElement>('email-resend'), forms.emailVerify, 'email-code', async () => {
+    announce(`A new code was mailed to ${await sendEmailCode()}.`);
+  });
+  verifyWithCode(
+    forms.emailVerify,
+    'email-code',
+    'email-factor/verify/',
+    () => 'Codes by email added. Signing in can now mail you codes.',
+  );
+
+  /** What "Add codes by email" says: where the codes would go. */
+  function describeEmail(address: string) {
+    byId('add-email-about').textContent =
+      `A code mailed to ${address}. As safe as that mailbox: prefer a passkey or an app.`;
+  }
+
+  return { closeForms, offer, describeEmail };
 }

@@ -24,15 +24,24 @@ export async function fetchJson(url: URL | string, init: RequestInit): Promise<u
   } catch {
     throw new ApiError(0, 'network_error', 'the service could not be reached');
   }
+  return readAnswer(response);
+}
+
+/**
+ * The body of a 2xx answer, parsed (undefined when empty or not JSON); for any other answer, throws
+ * the ApiError its `{error, error_description}` body and `Retry-After` describe.
+ */
+export async function readAnswer(response: Response): Promise<unknown> {
   const text = await response.text();
-  let body: unknown;
+  let parsed: unknown;
   try {
-    body = text ? JSON.parse(text) : undefined;
+    parsed = text ? JSON.parse(text) : undefined;
   } catch {
-    body = undefined;
+    // Not JSON (a proxy's page): the status says what there is to say.
+    parsed = undefined;
   }
-  if (response.ok) return body;
-  const fields = (body ?? {}) as { error?: unknown; error_description?: unknown };
+  if (response.ok) return parsed;
+  const fields = (parsed ?? {}) as { error?: unknown; error_description?: unknown };
   const retryAfter = Number(response.headers.get('retry-after'));
   throw new ApiError(
     response.status,

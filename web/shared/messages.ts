@@ -12,6 +12,7 @@ const FACTOR_WORDS: Record<string, string> = {
   sms: 'phone for SMS codes',
   totp: 'authenticator app',
   webauthn: 'passkey',
+  email: 'codes by email',
 };
 
 /** "45 seconds", "2 minutes", "1 hour". */
@@ -58,6 +59,12 @@ function describeApiError(error: ApiError, step: SignInStep): string {
       return `Too many wrong codes. Try again in ${wait}.`;
     case 'sms_cooldown':
       return `A code was sent moments ago. You can ask for another in ${wait}; the one sent still works.`;
+    case 'email_cooldown':
+      return `A code was mailed moments ago. You can ask for another in ${wait}; the one mailed still works.`;
+    case 'email_rate_limited':
+      return `Too many codes were mailed lately. Try again in ${wait}.`;
+    case 'mail_unavailable':
+      return 'The email could not be sent. Try again in a few minutes.';
     case 'sms_rate_limited':
       return `Too many codes were sent lately. Try again in ${wait}.`;
     case 'phone_number_rejected':
@@ -68,6 +75,14 @@ function describeApiError(error: ApiError, step: SignInStep): string {
       return 'The SMS could not be sent: the provider failed. Try again in a minute.';
     case 'sms_timeout':
       return 'The SMS provider did not answer in time. The code may still arrive; wait a minute before asking for another.';
+    case 'reset_rate_limited':
+      return `Several links were asked for this name lately. Use the newest mail, or try again in ${wait}.`;
+    case 'invalid_reset_token':
+      if (/already used/.test(error.description))
+        return 'This link was already used. Ask for a new one with “Forgot password?” when you sign in.';
+      if (/expired/.test(error.description))
+        return 'This link has expired: links work for 30 minutes. Ask for a new one with “Forgot password?” when you sign in.';
+      return 'This link no longer works (a newer link replaces it, and a changed email address ends it). Ask for a new one with “Forgot password?” when you sign in.';
     case 'database_unavailable':
     case 'server_error':
     case 'not_ready':

@@ -9,11 +9,15 @@ import {
   WebAuthnAbortService,
 } from '@simplewebauthn/browser';
 import { ApiError } from './api-error.js';
-import { byId, digitsOf, el, whileBusy } from './dom.js';
+import { byId, closeOnEscape, digitsOf, el, whileBusy } from './dom.js';
 import { describeError, type SignInStep } from './messages.js';
 import { clearNotices, say, warn } from './notices.js';
+import { askForResetLink, LINK_ASKED } from './password-reset.js';
 
-export type FactorType = 'sms' | 'totp' | 'webauthn';
+/** Every page is served at <base>/<page>/, with the API at <base>/mfa/…. */
+const serviceBase = new URL('../', location.href);
+
+export type FactorType = 'sms' | 'totp' | 'webauthn' | 'email';
 export type Method = FactorType | 'backup';
 
 /** What the service answers a step: done, the second factor it asks for, or a factor to add first. */
@@ -79,26 +83,30 @@ interface Attempt {
   method: Method;
   /** Request options for the next passkey assertion; each set is good for one try. */
   webauthnOptions?: Record<string, unknown>;
-  /** The sign-in's SMS failed, so `methods` is a guess: the service says which the person lacks when asked. */
-  didSmsFail?: boolean;
+  /** The sign-in's SMS or mail failed, so `methods` is a guess: the service says which the person lacks when asked. */
+  didDeliveryFail?: boolean;
 }
 
 /**
- * What the service answers when the password was right, the default factor is SMS, and its text
- * could not go out: the second step must still open, for a late code or another factor.
+ * What the service answers when the password was right, the default factor is SMS (or email
+ * codes), and its code could not go out: the second step must still open, for a late code or
+ * another factor.
  */
-const SIGN_IN_SMS_FAILURES = new Set([
-  'sms_unavailable',
-  'sms_timeout',
-  'sms_rate_limited',
-  'phone_number_rejected',
-  'phone_number_not_allowed',
-]);
+const SIGN_IN_DELIVERY_FAILURES: Record<string, 'sms' | 'email'> = {
+  sms_unavailable: 'sms',
+  sms_timeout: 'sms',
+  sms_rate_limited: 'sms',
+  phone_number_rejected: 'sms',
+  phone_number_not_allowed: 'sms',
+  mail_unavailable: 'email',
+  email_rate_limited: 'email',
+};
 
 const METHOD_CHOICES: Record<Method, string> = {
   webauthn: 'Use a passkey',
   totp: 'Use your authenticator app',
   sms: 'Text a code to my phone',
+  email: 'Email me a code',
   backup: 'Use a backup code',
 };
 
@@ -131,6 +139,10 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   const choices = byId('factor-choices');
   const passkeyBox = byId('passkey-sign-in-box');
   const passkeyButton = byId<HTMLButtonElement>('passkey-sign-in');
+  const forgotOpen = byId<HTMLButtonElement>('forgot-open');
+  const forgotForm = byId<HTMLTemplateElement>('forgot-template').content.firstElementChild as HTMLFormElement;
+  const forgotName = forgotForm.querySelector<HTMLInputElement>('#forgot-name') as HTMLInputElement;
+  const forgotBack = forgotForm.querySelector<HTMLButtonElement>('#forgot-back') as HTMLButtonElement;
 
   let attempt: Attempt | undefined;
   /** Passkeys are offered on this screen (the username's autofill and the button). */
@@ -149,6 +161,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     passwordInput.value = '';
     codeInput.value = '';
     factorForm.hidden = true;
+    forgotForm.remove();
     passwordForm.hidden = false;
   }
 
@@ -163,6 +176,8 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     usernameInput.readOnly = screen.username !== undefined;
     usernameInput.value = screen.username ?? '';
     cancelSignIn.hidden = !screen.cancellable;
+    // A re-authentication knows the account: a reset from there would end the very login it serves.
+    forgotOpen.hidden = screen.username !== undefined;
     section.hidden = false;
     document.title = screen.documentTitle;
     (screen.username === undefined ? usernameInput : passwordInput).focus();
@@ -248,7 +263,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     attempt.methods = answer.mfaTypes;
     attempt.method = answer.mfaType;
     attempt.webauthnOptions = answer.webauthn;
-    attempt.didSmsFail = false;
+    attempt.didDeliveryFail = false;
     const days = answer.rememberDeviceDays;
     rememberField.hidden = days === undefined;
     rememberBox.checked = false;
@@ -269,7 +284,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     const method = attempt.method;
     codeInput.value = '';
     codeField.hidden = method === 'webauthn';
-    resend.hidden = method !== 'sms';
+    resend.hidden = method !== 'sms' && method !== 'email';
     codeHint.textContent = '';
     factorUsername.textContent = attempt.username;
     const phone = phoneEnding ? `your phone ending ${phoneEnding}` : 'your phone';
@@ -283,12 +298,19 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       codeLabel.textContent = 'Backup code (12 digits)';
       codeHint.textContent = 'Spaces are fine.';
       factorSubmit.textContent = 'Verify';
+    } else if (method === 'email') {
+      factorTitle.textContent = 'Second step: a code by email';
+      factorPrompt.textContent = attempt.didDeliveryFail
+        ? 'If the email arrives, enter its code here. Otherwise ask for a new one, or choose another way below.'
+        : 'Enter the 6-digit code we mailed to your email address. It works for 5 minutes.';
+      codeLabel.textContent = 'Code from the email';
+      factorSubmit.textContent = 'Verify';
     } else {
       const sms = method === 'sms';
       factorTitle.textContent = sms ? 'Second step: a code by SMS' : 'Second step: your authenticator app';
       factorPrompt.textContent = !sms
         ? 'Enter the 6-digit code your authenticator app shows for this account.'
-        : attempt.didSmsFail
+        : attempt.didDeliveryFail
           ? `If the code reaches ${phone}, enter it here. Otherwise ask for a new one, or choose another way below.`
           : `Enter the 6-digit code we sent to ${phone}. It works for 5 minutes.`;
       codeLabel.textContent = sms ? 'Code from the SMS' : 'Code from the app';
@@ -317,7 +339,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       renderMethod();
       return;
     }
-    const isResend = method === 'sms' && current.method === 'sms';
+    const isResend = method === current.method;
     await whileBusy(factorForm, async () => {
       try {
         const answer = await backend.secondFactor({ mfa_type: method });
@@ -325,7 +347,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
         current.methods = answer.mfaTypes;
         current.method = answer.mfaType;
         current.webauthnOptions = answer.webauthn;
-        current.didSmsFail = false;
+        current.didDeliveryFail = false;
         renderMethod();
         // A first code: the prompt says it was sent. A new one: only this says so.
         if (isResend)
@@ -351,10 +373,12 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
         attempt = { username, methods: [], method: 'totp' };
         follow(await backend.password(username, password), username);
       } catch (error) {
-        if (error instanceof ApiError && SIGN_IN_SMS_FAILURES.has(error.code)) {
+        const failed = error instanceof ApiError ? SIGN_IN_DELIVERY_FAILURES[error.code] : undefined;
+        if (failed) {
           // The service does not say which other factors the person has: all are offered, and
           // asking for one they lack is answered with invalid_request, shown like any refusal.
-          attempt = { username, methods: ['sms', 'totp', 'webauthn'], method: 'sms', didSmsFail: true };
+          const methods: FactorType[] = ['sms', 'totp', 'webauthn', 'email'];
+          attempt = { username, methods, method: failed, didDeliveryFail: true };
           showFactorForm();
           warn(describeError(error, 'code'), section);
           return;
@@ -376,7 +400,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       warn('A backup code has 12 digits.', codeInput);
       return;
     }
-    if ((method === 'sms' || method === 'totp') && !/^\d{6}$/.test(code)) {
+    if (method !== 'webauthn' && method !== 'backup' && !/^\d{6}$/.test(code)) {
       warn('Enter the 6 digits of the code.', codeInput);
       return;
     }
@@ -416,7 +440,42 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     return !rememberField.hidden && rememberBox.checked ? { remember_device: true } : {};
   }
 
-  resend.addEventListener('click', () => void choose('sms'));
+  resend.addEventListener('click', () => void (attempt && choose(attempt.method)));
+
+  // "Forgot password?" (CONTRACT §20): the link goes by mail; this screen only says what happens next.
+  forgotOpen.addEventListener('click', () => {
+    clearNotices();
+    forgotName.value = usernameInput.value.trim();
+    passwordForm.hidden = true;
+    passwordForm.after(forgotForm);
+    forgotName.focus();
+  });
+
+  function closeForgot() {
+    clearNotices();
+    forgotForm.remove();
+    passwordForm.hidden = false;
+    forgotOpen.focus();
+  }
+  forgotBack.addEventListener('click', closeForgot);
+  closeOnEscape(forgotForm, closeForgot);
+
+  forgotForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const name = forgotName.value.trim();
+    if (!name) {
+      warn('Enter your username or email address.', forgotName);
+      return;
+    }
+    void whileBusy(forgotForm, async () => {
+      try {
+        await askForResetLink(serviceBase, name);
+        say(LINK_ASKED, forgotForm);
+      } catch (error) {
+        warn(describeError(error, 'other'), forgotName);
+      }
+    });
+  });
 
   factorCancel.addEventListener('click', () => {
     clearNotices();

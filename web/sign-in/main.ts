@@ -2,7 +2,8 @@
 // the person signs in here, on the service's own origin, with the same steps as the account page.
 // Everything it calls is the sign-in's API under <base>/mfa/oauth2/sign-in/<id>/.
 import { createFactorAdding } from '../shared/add-factor.js';
-import { ApiError } from '../shared/api-error.js';
+import { ApiError, readAnswer } from '../shared/api-error.js';
+import { createBackupCodesBox } from '../shared/backup-codes.js';
 import { byId, whileBusy } from '../shared/dom.js';
 import { describeError, type EnrolmentStep } from '../shared/messages.js';
 import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
@@ -10,6 +11,10 @@ import { createSignIn, type FactorType, type StepAnswer } from '../shared/sign-i
 
 /** What the sign-in's API answers: the next step, or where the browser goes now. */
 interface SignInAnswer {
+  /** The sign-in used a backup code: how many are left. */
+  backup_codes_left?: number;
+  /** The first way to verify was just added: its backup codes, shown once (issue 29). */
+  backup_codes?: string[];
   step?: 'password' | 'second_factor' | 'enrol';
   username?: string;
   mfa_type?: FactorType;
@@ -32,6 +37,8 @@ const id = new URLSearchParams(location.search).get('id') ?? '';
 const apiBase = new URL(`mfa/oauth2/sign-in/${encodeURIComponent(id)}/`, base);
 let csrfToken = '';
 let clientName = 'the app';
+/** A backup code signed in: the page shows how many are left before going back to the app. */
+let isHoldingForBackupCount = false;
 /** Who is signing in, once the password (or the sign-in session) said. */
 let currentUsername = '';
 
@@ -48,30 +55,31 @@ async function send<T>(method: string, path: string, body?: unknown): Promise<T>
   } catch {
     throw new ApiError(0, 'network_error', 'the service could not be reached');
   }
-  const text = await response.text();
-  let parsed: unknown;
   try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
+    return (await readAnswer(response)) as T;
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'sign_in_expired') showExpired();
+    throw error;
   }
-  if (response.ok) return parsed as T;
-  const fields = (parsed ?? {}) as { error?: unknown; error_description?: unknown };
-  const retryAfter = Number(response.headers.get('retry-after'));
-  const error = new ApiError(
-    response.status,
-    typeof fields.error === 'string' ? fields.error : `http_${response.status}`,
-    typeof fields.error_description === 'string' ? fields.error_description : response.statusText,
-    Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
-  );
-  if (error.code === 'sign_in_expired') showExpired();
-  throw error;
 }
 
 /** The answer as the steps see it; a redirect leaves the page for the app. */
 function toStep(answer: SignInAnswer): StepAnswer {
-  if (answer.location) {
-    location.assign(answer.location);
+  const back = answer.location;
+  if (back && answer.backup_codes_left !== undefined) {
+    // Issue 31: the person learns how many backup codes are left before going back to the app.
+    const left = answer.backup_codes_left;
+    byId('backup-used-count').textContent =
+      left === 0
+        ? 'It was your last one. Make a new set on your account page now, or you may be locked out.'
+        : `${left === 1 ? '1 backup code is' : `${left} backup codes are`} left.${left <= 3 ? ' Make a new set on your account page soon.' : ''}`;
+    byId('backup-used-continue').textContent = `Continue to ${clientName}`;
+    byId('backup-used-continue').onclick = () => location.assign(back);
+    isHoldingForBackupCount = true;
+    return { kind: 'done' };
+  }
+  if (back) {
+    location.assign(back);
     return { kind: 'done' };
   }
   if (answer.step === 'enrol') return { kind: 'enrol', factorTypes: answer.factor_types ?? [] };
@@ -105,7 +113,13 @@ const signIn = createSignIn(
   },
   {
     finished() {
-      say(`Signed in. Taking you back to ${clientName}…`);
+      if (!isHoldingForBackupCount) {
+        say(`Signed in. Taking you back to ${clientName}…`);
+        return;
+      }
+      byId('backup-used').hidden = false;
+      document.title = `You signed in with a backup code · Sign in`;
+      byId('backup-used-title').focus();
     },
     enrol(answer, username) {
       currentUsername = username;
@@ -141,16 +155,41 @@ const adding = createFactorAdding({
     });
   },
   async added(message, answer) {
-    say(message, enrol);
-    const next = toStep(answer as SignInAnswer);
-    if (next.kind === 'second_factor') {
+    const { backup_codes: codes } = answer as SignInAnswer;
+    if (codes) {
+      // The first way to verify: its backup codes are shown once, before going back to the app.
       enrol.hidden = true;
-      signIn.continueWith(currentUsername, next);
-    } else if (next.kind === 'enrol') {
-      showEnrolment(next.factorTypes);
+      byId('backup').hidden = false;
+      byId('backup-intro').textContent =
+        `${message} Save these backup codes before you continue: if you lose it, a code signs you in instead.`;
+      byId('backup-done').textContent = `I have saved them, continue to ${clientName}`;
+      document.title = `Save your backup codes · Sign in`;
+      backupBox.show(codes);
+      afterBackupCodes = () => follow(answer as SignInAnswer);
+      return;
     }
+    say(message, enrol);
+    follow(answer as SignInAnswer);
   },
 });
+
+/** What the backup codes' "continue" does: the sign-in's next step, kept while the codes are on screen. */
+let afterBackupCodes = () => {};
+const backupBox = createBackupCodesBox({
+  owner: () => currentUsername,
+  saved: () => afterBackupCodes(),
+});
+
+/** After a factor was added: the next step, or the app. */
+function follow(answer: SignInAnswer) {
+  const next = toStep(answer);
+  if (next.kind === 'second_factor') {
+    enrol.hidden = true;
+    signIn.continueWith(currentUsername, next);
+  } else if (next.kind === 'enrol') {
+    showEnrolment(next.factorTypes);
+  }
+}
 
 function showEnrolment(types: FactorType[]) {
   byId('sign-in').hidden = true;
@@ -167,7 +206,7 @@ function showEnrolment(types: FactorType[]) {
 }
 
 function showExpired() {
-  for (const section of ['sign-in', 'enrol']) byId(section).hidden = true;
+  for (const section of ['sign-in', 'enrol', 'backup', 'backup-used']) byId(section).hidden = true;
   byId('expired').hidden = false;
   document.title = 'This sign-in has expired';
   byId('expired-title').focus();

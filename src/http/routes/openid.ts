@@ -3,6 +3,9 @@ import { keyedHash } from '../../crypto/secrets.js';
 import { ServiceError } from '../../errors.js';
 import type { NewDevice } from '../../logins/remembered-devices.js';
 import type { SignInSessions } from '../../logins/sign-in-sessions.js';
+import type { LoginProof } from '../../logins/step-up.js';
+import type { BackupCodes } from '../../mfa/backup-codes.js';
+import type { FactorType } from '../../mfa/factors/factor.js';
 import type { SmsFactor } from '../../mfa/factors/sms.js';
 import type { TotpFactor } from '../../mfa/factors/totp.js';
 import type { WebauthnFactor } from '../../mfa/factors/webauthn.js';
@@ -53,6 +56,7 @@ export interface OpenIdRouteDeps {
   store: Store;
   cookies: Cookies;
   factors: { sms: SmsFactor; totp: TotpFactor; webauthn: WebauthnFactor };
+  backupCodes: BackupCodes;
   requireAccessToken: RequestGuard;
   /** Keys the logout confirmation's token. */
   csrfKey: Buffer;
@@ -119,11 +123,12 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
   }
 
   /** The answer's wire form; a redirect also sets the new sign-in session's cookie. */
-  function answer(reply: FastifyReply, result: SignInAnswer & { device?: NewDevice }) {
+  function answer(reply: FastifyReply, result: SignInAnswer & { device?: NewDevice; backupCodesLeft?: number }) {
     if (result.device) cookies.setDevice(reply, result.device.secret, result.device.expiresAt);
     if ('location' in result) {
       if (result.session) cookies.setSession(reply, result.session.secret, result.session.expiresAt);
-      return { location: result.location };
+      const left = result.backupCodesLeft;
+      return { location: result.location, ...(left !== undefined && { backup_codes_left: left }) };
     }
     if (result.step === 'password') return { step: result.step };
     if (result.step === 'enrol')
@@ -136,6 +141,22 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       ...(result.webauthn === undefined ? {} : { webauthn: result.webauthn as Record<string, unknown> }),
       ...(result.rememberDeviceDays === undefined ? {} : { remember_device_days: result.rememberDeviceDays }),
     };
+  }
+
+  /**
+   * The sign-in goes on once a factor was added; the first factor also brings the first backup
+   * codes, which the page shows before going back to the app (issue 29).
+   */
+  async function afterEnrolment(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    id: string,
+    login: LoginProof,
+    type: FactorType,
+  ) {
+    const backupCodes = await deps.backupCodes.createFirstSet(login, contextOf(request));
+    const result = answer(reply, await signIn.enrolled(id, cookies.read(request), type, contextOf(request)));
+    return backupCodes ? { ...result, backup_codes: backupCodes } : result;
   }
 
   app.get(
@@ -234,7 +255,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       const { browser, csrfToken } = sameOrigin(request);
       const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'totp');
       await factors.totp.confirmEnrolment(login, request.body.mfa_code, contextOf(request));
-      return answer(reply, await signIn.enrolled(request.params.id, browser, 'totp', contextOf(request)));
+      return afterEnrolment(request, reply, request.params.id, login, 'totp');
     },
   );
   app.put(
@@ -259,7 +280,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       const { browser, csrfToken } = sameOrigin(request);
       const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'webauthn');
       await factors.webauthn.confirmEnrolment(login, request.body.credential, request.body.name, contextOf(request));
-      return answer(reply, await signIn.enrolled(request.params.id, browser, 'webauthn', contextOf(request)));
+      return afterEnrolment(request, reply, request.params.id, login, 'webauthn');
     },
   );
   app.put(
@@ -278,7 +299,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       const { browser, csrfToken } = sameOrigin(request);
       const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'sms');
       await factors.sms.confirmEnrolment(login, request.body.mfa_code, contextOf(request));
-      return answer(reply, await signIn.enrolled(request.params.id, browser, 'sms', contextOf(request)));
+      return afterEnrolment(request, reply, request.params.id, login, 'sms');
     },
   );
 

@@ -95,7 +95,10 @@ export function pageRoutes(
   const lastSegment = path.split('/').at(-2) ?? name;
   app.get(path, { schema: { hide: true } }, async (request, reply) => {
     // The page names its files and the API relative to itself, so it must be at …/<name>/.
-    if (!request.url.split('?')[0]?.endsWith('/')) return reply.redirect(`${lastSegment}/`, 308);
+    // Relative to the request's own folder (/account/reset → reset/), its query kept (a reset link's token).
+    const [requestPath = '', query] = request.url.split('?');
+    if (!requestPath.endsWith('/'))
+      return reply.redirect(`${lastSegment}/${query === undefined ? '' : `?${query}`}`, 308);
     if (!page) throw notBuilt();
     // no-cache: the HTML names the current hashed files, so it is checked on every visit.
     return reply

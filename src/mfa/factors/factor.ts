@@ -2,11 +2,14 @@ import type { RequestContext } from '../../audit/audit-trail.js';
 import type { Factor } from '../../store/mfa-factors.js';
 
 /** Every kind of second factor, in the order the API names them. Adding one: a file in this folder and an entry here. */
-export const FACTOR_TYPES = ['sms', 'totp', 'webauthn'] as const;
+export const FACTOR_TYPES = ['sms', 'totp', 'webauthn', 'email'] as const;
 export type FactorType = (typeof FACTOR_TYPES)[number];
 
-/** RFC 8176 methods a second factor adds to the token's `amr`: 'sms', 'otp' (TOTP), 'hwk' (a passkey). */
-export type AuthMethod = 'sms' | 'otp' | 'hwk';
+/**
+ * RFC 8176 methods a second factor adds to the token's `amr`: 'sms', 'otp' (TOTP), 'hwk' (a passkey);
+ * and 'email' (CONTRACT §20 names it; RFC 8176 has none for a code by mail).
+ */
+export type AuthMethod = 'sms' | 'otp' | 'hwk' | 'email';
 
 /** What the password grant can carry for a factor to judge: a 6-digit `mfa_code`, or a WebAuthn assertion. */
 export type ProofKind = 'code' | 'webauthn';
@@ -34,6 +37,8 @@ export interface SecondFactor {
   readonly proof: ProofKind;
   /** The most verified factors of this type one user may hold (CONTRACT §10). */
   readonly maxPerUser: number;
+  /** Whether the hosted sign-in may take a person through adding one (email codes need a verified address first). */
+  readonly canEnrolWhileSigningIn: boolean;
   /** Prepares the login's second step for the user's verified factors of this type: sends an SMS, or nothing. */
   challenge(user: LoginUser, factors: Factor[], context: RequestContext): Promise<Challenge>;
   /**

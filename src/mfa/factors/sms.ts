@@ -27,6 +27,7 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock, blocked
     amr: 'sms',
     proof: 'code',
     maxPerUser: 1,
+    canEnrolWhileSigningIn: true,
 
     async challenge(user, [verified], context) {
       // Inside the resend cooldown no SMS goes out; the code sent moments ago still works.
@@ -39,7 +40,7 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock, blocked
     async check(user, [verified], code, context) {
       if (!verified || typeof code !== 'string') return { refused: 'no SMS factor', applies: false };
       const check = await codes.checkCode(user.id, 'login', code);
-      if (check.outcome === 'ok' && check.phoneNumber === verified.phoneNumber) return { accepted: verified };
+      if (check.outcome === 'ok' && check.destination === verified.phoneNumber) return { accepted: verified };
       // A code whose SMS was still at the provider when its number was removed proves only that number.
       const refusal =
         check.outcome === 'ok'
@@ -106,7 +107,7 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock, blocked
       });
       throw new ServiceError('invalid_mfa_code', check.description);
     }
-    return enrolment.activate(factor, login, pending, { phoneNumber: check.phoneNumber }, context);
+    return enrolment.activate(factor, login, pending, { phoneNumber: check.destination }, context);
   }
 
   async function findPending(userId: string): Promise<Factor | undefined> {

@@ -72,6 +72,7 @@ export function createTotpFactor({
     amr: 'otp',
     proof: 'code',
     maxPerUser: 5,
+    canEnrolWhileSigningIn: true,
 
     async challenge() {
       return {}; // the app makes the code: nothing to send

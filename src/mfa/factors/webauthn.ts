@@ -124,6 +124,7 @@ export function createWebauthnFactor({
     amr: 'hwk',
     proof: 'webauthn',
     maxPerUser: 10,
+    canEnrolWhileSigningIn: true,
 
     async challenge(user, factors) {
       const options = await generateAuthenticationOptions({

@@ -17,6 +17,7 @@ import * as userEmail from './2026_11_27_1000_user_email.js';
 import * as operators from './2026_11_27_1200_operators.js';
 import * as userCounts from './2026_11_27_1300_user_counts.js';
 import * as messageOutboxAndRecovery from './2026_11_27_1400_message_outbox_and_recovery.js';
+import * as passwordReset from './2026_11_27_1430_password_reset.js';
 import * as userEmailSearch from './2026_11_27_1500_user_email_search.js';
 import * as pruning from './2026_11_27_1530_pruning.js';
 
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_1400_message_outbox_and_recovery': messageOutboxAndRecovery,
   '2026_11_27_1500_user_email_search': userEmailSearch,
   '2026_11_27_1530_pruning': pruning,
+  '2026_11_27_1430_password_reset': passwordReset,
 };
