@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/service.js';
-import { type SmtpTestServer, startSmtpServer } from '../support/smtp-server.js';
+import { type ReceivedMail, type SmtpTestServer, startSmtpServer, textOf } from '../support/smtp-server.js';
 
 // "Forgot password?" (CONTRACT §20) in Chromium: asked for on the account page's sign-in and on
 // the hosted sign-in, the link read from the mail the test's SMTP server received, the new password
@@ -51,11 +51,14 @@ const LINK_ASKED =
 
 /** The link of the newest reset mail to EMAIL, once the `count`th has arrived. */
 async function mailedLink(count: number): Promise<string> {
-  for (let tries = 0; smtp.mailTo(EMAIL).length < count; tries += 1) {
-    if (tries > 300) throw new Error('no reset mail arrived');
+  const resetMails = () => smtp.mailTo(EMAIL, /\/account\/reset\/\?token=/);
+  for (let tries = 0; resetMails().length < count; tries += 1) {
+    if (tries > 1000) throw new Error('no reset mail arrived');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  const link = /http:\/\/localhost:\d+\/account\/reset\/\?token=[\w-]+/.exec(smtp.lastTextFor(EMAIL))?.[0];
+  const link = /http:\/\/localhost:\d+\/account\/reset\/\?token=[\w-]+/.exec(
+    textOf(resetMails().at(-1) as ReceivedMail),
+  )?.[0];
   assert.ok(link, 'the mail holds the reset link');
   return link;
 }

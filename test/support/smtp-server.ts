@@ -107,8 +107,9 @@ export async function startSmtpServer(
   return {
     url: `smtp://127.0.0.1:${port}`,
     received,
-    /** The mail sent to `address`, in order. */
-    mailTo: (address: string) => received.filter((mail) => mail.to.includes(address)),
+    /** The mail sent to `address`, in order (only the mail whose body matches `body`, when given). */
+    mailTo: (address: string, body?: RegExp) =>
+      received.filter((mail) => mail.to.includes(address) && (body === undefined || body.test(textOf(mail)))),
     /** A refusing server takes mail from now on. */
     startAccepting() {
       isRefusing = false;
@@ -126,10 +127,10 @@ export async function startSmtpServer(
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },
-    /** The 6-digit code of the last mail to `address`; throws when there is none. */
+    /** The 6-digit code of the last mail with a code to `address` (notices go there too); throws when there is none. */
     lastCodeFor(address: string): string {
-      const mail = received.filter((candidate) => candidate.to.includes(address)).at(-1);
-      const code = mail && /verification code is (\d{6})\b/.exec(mail.raw)?.[1];
+      const codeMails = received.filter((candidate) => candidate.to.includes(address) && CODE.test(candidate.raw));
+      const code = CODE.exec(codeMails.at(-1)?.raw ?? '')?.[1];
       if (!code) throw new Error(`no code was mailed to ${address}`);
       return code;
     },
@@ -142,6 +143,9 @@ export async function startSmtpServer(
     close,
   };
 }
+
+/** A code's sentence in a code's mail (English). */
+const CODE = /verification code is (\d{6})\b/;
 
 /** A plain-text mail's body as written, whatever transfer encoding carried it. */
 export function textOf(mail: ReceivedMail): string {
