@@ -38,6 +38,7 @@ export type ErrorCode =
   | 'email_rate_limited'
   | 'email_address_rejected'
   | 'mail_unavailable'
+  | 'mail_timeout'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'country_not_paused'

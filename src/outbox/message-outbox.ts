@@ -25,8 +25,12 @@ export interface MessageLabel {
   userId?: string;
 }
 
-/** How long a claim on a message holds: longer than any attempt (SMTP_TIMEOUT_MS is at most 120 s). */
-export const MESSAGE_LEASE_SECONDS = 150;
+/**
+ * How long a claim on a message holds: longer than any attempt, so that no attempt is ever made
+ * while another is under way (a send is at most smtp-sender.ts's `maxSendMs`, 480 s at the
+ * largest SMTP_TIMEOUT_MS, 120 s). A node that dies holding a message delays it this long.
+ */
+export const MESSAGE_LEASE_SECONDS = 540;
 
 /** What the sealing key of messages is derived for, from the service's secret. */
 export const MESSAGE_SEALING_PURPOSE = 'outbox-message-sealing';

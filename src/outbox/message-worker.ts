@@ -2,6 +2,7 @@ import type { BaseLogger } from 'pino';
 import type { Clock } from '../clock.js';
 import { unseal } from '../crypto/sealing.js';
 import { ServiceError } from '../errors.js';
+import { MailTimeout } from '../mail/mail-sender.js';
 import type { MessageOutcome, ServiceMetrics } from '../metrics/metrics.js';
 import type { ClaimedMessage } from '../store/outbox-messages.js';
 import type { Store } from '../store/store.js';
@@ -36,10 +37,10 @@ export interface AttemptResult {
 
 /**
  * Sends the outbox's due mail and SMS from every node, one attempt per claim: retried on failure
- * or silence (5 s doubling to an hour, jittered, for 24 hours, as webhooks are), given up at once
- * when the server refuses the address. A message is blanked once sent or given up. A server that
- * took a message but did not say so in time gets it again on the retry: at least once, with the
- * same Message-ID each time, so that mail systems can drop the duplicate.
+ * or silence before anything was sent (5 s doubling to an hour, jittered, for 24 hours, as
+ * webhooks are), given up at once when the server refuses the address. A mail server that went
+ * silent after the message was on its way may have kept it: that message is not sent again
+ * (`unconfirmed`), as CONTRACT §20 wants no event mailed twice. A message is blanked once done.
  */
 export function createMessageWorker(deps: MessageWorkerDeps) {
   const { store, clock, sealingKey, channels, metrics, log } = deps;
@@ -72,15 +73,20 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
     }
     const now = clock.now();
     const code = error instanceof ServiceError ? error.code : undefined;
+    const isRefused = REFUSALS.has(code ?? '');
+    // The server went silent once it may have kept the message: sent again, it could arrive twice.
+    const isUnconfirmed = error instanceof MailTimeout && error.maybeSent;
     const retryAt =
-      error && !REFUSALS.has(code ?? '') ? nextAttemptAt(message.createdAt, message.attempt, now) : undefined;
+      error && !isRefused && !isUnconfirmed ? nextAttemptAt(message.createdAt, message.attempt, now) : undefined;
     const outcome: MessageOutcome = !error
       ? 'sent'
       : retryAt
         ? 'failed'
-        : code && REFUSALS.has(code)
+        : isRefused
           ? 'refused'
-          : 'gave_up';
+          : isUnconfirmed
+            ? 'unconfirmed'
+            : 'gave_up';
     const facts = { message_id: message.id, kind: message.kind, attempt: message.attempt, error: code, outcome };
     try {
       const isRecorded = await store.outbox.finishMessageAttempt({

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { expectStatus, type Service, startService } from '../support/service.js';
+import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 import { type SmtpTestServer, startSmtpServer } from '../support/smtp-server.js';
 
 // CONTRACT §16 and §20: mail goes through an outbox. The message is written with the change that
@@ -57,6 +57,16 @@ async function requestCode(service: Service, username: string, email: string) {
   const token = await service.accessToken(username, PASSWORD);
   const answer = await service.call('/mfa/email/request/', { method: 'PUT', token, body: { email } });
   return { userId, token, answer };
+}
+
+/** A user with a verified address who adds a factor: a `factor_added` notice goes in the outbox. */
+async function noticedUser(service: Service, username: string, email: string): Promise<string> {
+  const created = await expectStatus(
+    service.call('/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD, email } }),
+    201,
+  );
+  await service.enrolSms(await service.accessToken(username, PASSWORD), nextPhone());
+  return (created as { id: string }).id;
 }
 
 describe('mail through the outbox', () => {
@@ -113,7 +123,7 @@ describe('mail through the outbox', () => {
         ([row]) => (row?.attempts ?? 0) >= 2 && row?.status === 'pending',
         'the message is tried again',
       );
-      assert.equal(retried?.last_error, 'mail_unavailable');
+      assert.equal(retried?.last_error, 'mail_timeout');
     });
   });
 
@@ -134,6 +144,44 @@ describe('mail through the outbox', () => {
       const [given] = await outboxOf(service, refused.userId);
       assert.equal(given?.status, 'failed', 'a refused address is not retried');
       assert.equal(given?.sealed_message, '');
+    });
+  });
+
+  test('a slow relay within SMTP_TIMEOUT_MS at each step gets a notice once, however long the whole send takes', async () => {
+    // 600 ms before the greeting, 700 ms of scanning after the message: 1.3 s in all, each step under 1 s.
+    const smtp = await startSmtpServer({ greetingDelayMs: 600, scanDelayMs: 700 });
+    await withService(smtp, { SMTP_TIMEOUT_MS: '1000' }, async (service) => {
+      const email = 'slow-relay@mail.example';
+      const userId = await noticedUser(service, 'slow-relay', email);
+      const [sent] = await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.status !== 'pending',
+        'the notice is sent',
+      );
+      assert.deepEqual([sent?.status, sent?.attempts], ['sent', 1]);
+      service.clock.advance(120);
+      await sleep(1500);
+      assert.equal(smtp.mailTo(email).length, 1, 'the relay got the notice once');
+    });
+  });
+
+  test('a relay silent after the message may have kept it: the notice is not sent again', async () => {
+    const smtp = await startSmtpServer({ scanDelayMs: 1500 });
+    await withService(smtp, { SMTP_TIMEOUT_MS: '1000' }, async (service) => {
+      const email = 'silent-after-data@mail.example';
+      const userId = await noticedUser(service, 'silent-after-data', email);
+      const [done] = await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.status !== 'pending',
+        'the attempt is recorded',
+      );
+      assert.deepEqual([done?.status, done?.last_error, done?.sealed_message], ['failed', 'mail_timeout', '']);
+      for (let step = 0; step < 3; step += 1) {
+        service.clock.advance(600);
+        await sleep(1000);
+      }
+      assert.equal(smtp.mailTo(email).length, 1, 'kept by the relay once, never sent again');
+      assert.equal((await outboxOf(service, userId)).length, 1);
     });
   });
 });
