@@ -281,6 +281,35 @@ describe('cancelling it', () => {
     assert.equal((await expectStatus(service.call('/mfa/recovery-request/'), 401)).error, 'invalid_token');
   });
 
+  test("an operator's MFA reset cancels a waiting request: the factors enrolled after it are not removed by it", async () => {
+    const user = await smsUser('cancel-reset');
+    await expectStatus(ask(user.username), 202);
+    await expectStatus(service.call(`/admin/users/${user.userId}/mfa`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+    const token = await service.accessToken(user.username, PASSWORD);
+    assert.equal((await stateOf(token)).state, 'cancelled');
+    await service.enrolSms(token, nextPhone());
+    service.clock.advance(DELAY_SECONDS + 1);
+    assert.equal((await expectStatus(complete(user.username), 409)).error, 'no_recovery_request');
+    const signIn = await expectStatus(service.login(user.username, PASSWORD), 200);
+    assert.equal(signIn.mfa_required, true, 'the factor enrolled after the reset stays');
+    const cancelled = (await eventsOf(user.userId)).filter((e) => e.type === 'recovery_cancelled');
+    assert.deepEqual(
+      cancelled.map((e) => e.outcome),
+      ['by_operator'],
+    );
+  });
+
+  test("the user's own DELETE /mfa/ cancels a waiting request too", async () => {
+    const user = await smsUser('cancel-disable');
+    const { access_token } = await signInWithSms(user);
+    await expectStatus(ask(user.username), 202);
+    await expectStatus(service.call('/mfa/', { method: 'DELETE', token: access_token }), 204);
+    assert.equal((await stateOf(access_token)).state, 'cancelled');
+    service.clock.advance(DELAY_SECONDS + 1);
+    assert.equal((await expectStatus(complete(user.username), 409)).error, 'no_recovery_request');
+    assert.ok((await eventsOf(user.userId)).some((e) => e.type === 'recovery_cancelled' && e.outcome === 'by_user'));
+  });
+
   test('the metrics count each step', async () => {
     const text = await (await service.call('/metrics')).text();
     for (const step of ['started', 'cancelled', 'completed']) {
