@@ -136,6 +136,25 @@ describe('asking for recovery', () => {
     assert.ok((await eventsOf(user.userId)).some((event) => event.type === 'recovery_started'));
   });
 
+  test("the asker chooses neither the owner's language nor a word of the warning: English, a known browser or none", async () => {
+    const user = await smsUser('told-en');
+    const sentBefore = service.twilio.messages.length;
+    const link = 'https://acme-support.example/cancel-recovery';
+    await expectStatus(
+      service.call('/mfa/recovery-request/', {
+        method: 'POST',
+        body: { username: user.username, password: PASSWORD },
+        headers: { 'accept-language': 'de', 'user-agent': link },
+      }),
+      202,
+    );
+    const mail = await smtp.waitForMail(user.email, /someone asked to recover your account/);
+    assert.match(mail.text, /^From: address .*, an unknown browser$/m);
+    assert.ok(!mail.text.includes('acme-support'), 'no word of the User-Agent');
+    const sms = service.twilio.messages.slice(sentBefore).find((message) => message.to === `+${user.phone}`);
+    assert.match(sms?.body ?? '', /someone asked to recover your account/);
+  });
+
   test("a wrong password is the password grant's 400 invalid_grant, in the same throttle", async () => {
     const user = await smsUser('guessing');
     for (let attempt = 0; attempt < 5; attempt += 1) {
