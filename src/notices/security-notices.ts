@@ -57,10 +57,17 @@ const OWNERS_OWN = new Set<NoticeKind>([
   'recovery_cancelled',
 ]);
 
-/** The notice an audit event is, or undefined when it is none. */
-export function noticeFor(type: string, outcome: string): NoticeKind | undefined {
+/**
+ * The notice an audit event is, or undefined when it is none. A block of a client address is no
+ * news to the owner of whatever username that client tried: only the username's own block is.
+ */
+export function noticeFor(type: string, outcome: string, detail?: Record<string, string>): NoticeKind | undefined {
+  if (type === 'login' && detail?.limit !== 'user') return undefined;
   return FROM_AUDIT[`${type}:${outcome}`] ?? FROM_AUDIT[type];
 }
+
+/** At most one `sign_in_throttled` notice per user in this long: guesses must not flood the owner. */
+const THROTTLE_NOTICE_EVERY_MS = 24 * 3600 * 1000;
 
 /** A notice's facts: the audit event's. `detail.ready_at` is a recovery's (ISO time). */
 export interface NoticeFacts {
@@ -98,6 +105,10 @@ export function createSecurityNotices({
   async function queueNotice(tx: Store, kind: NoticeKind, facts: NoticeFacts): Promise<void> {
     const address = await tx.emails.findUserEmail(facts.userId);
     if (!address?.verifiedAt) return;
+    if (kind === 'sign_in_throttled') {
+      const since = new Date(facts.occurredAt.getTime() - THROTTLE_NOTICE_EVERY_MS);
+      if (!(await tx.users.claimThrottleNotice(facts.userId, facts.occurredAt, since))) return;
+    }
     // A request that may be someone else's does not choose the owner's language: English then.
     const language = pickLanguage(OWNERS_OWN.has(kind) ? preferredLanguages(facts.context ?? {}) : []);
     const unknown = translate(language, 'notice_unknown', {});

@@ -37,6 +37,8 @@ export interface UserTable {
   email: string | null;
   /** When the address was proved (a code came back) or given by an operator; null while it is not. */
   email_verified_at: IsoTime | null;
+  /** When the owner was last told that sign-ins were throttled (at most once a day); null before. */
+  throttle_noticed_at: IsoTime | null;
 }
 
 export interface OAuthClientTable {
