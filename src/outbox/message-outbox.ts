@@ -23,6 +23,8 @@ export interface MessageLabel {
   /** `email_code`, `notice.factor_added`, `recovery_sms` …: a label of the metrics, never a value. */
   kind: string;
   userId?: string;
+  /** When the message is of no more use: not sent, nor retried, from then on. */
+  expiresAt?: Date;
 }
 
 /**
@@ -57,7 +59,16 @@ export function createMessageOutbox({ clock, sealingKey }: { clock: Clock; seali
     const leaseId = randomUUID();
     const held = isHeld ? { leaseId, leaseUntil: new Date(now.getTime() + MESSAGE_LEASE_SECONDS * 1000) } : undefined;
     await store.outbox.insertOutboxMessage({ id, channel, sealedMessage, createdAt: now, held, ...label });
-    return { id, channel, kind: label.kind, sealedMessage, createdAt: now, attempt: 1, leaseId };
+    return {
+      id,
+      channel,
+      kind: label.kind,
+      sealedMessage,
+      createdAt: now,
+      expiresAt: label.expiresAt,
+      attempt: 1,
+      leaseId,
+    };
   }
 
   return {
@@ -68,7 +79,7 @@ export function createMessageOutbox({ clock, sealingKey }: { clock: Clock; seali
     /**
      * Puts a mail in the outbox held for its writer, who sends it with the worker's `attempt` once
      * the transaction is committed, to tell the person at once whether the server took it. Should
-     * the writer die first, its hold lapses and a worker sends it.
+     * the writer die first, its hold lapses and a worker sends it (unless it has expired).
      */
     holdMail(store: Store, mail: MailMessage, label: MessageLabel): Promise<ClaimedMessage> {
       return queue(store, 'email', mail, label, true);

@@ -6,9 +6,9 @@ import { MailTimeout } from '../mail/mail-sender.js';
 import type { MessageOutcome, ServiceMetrics } from '../metrics/metrics.js';
 import type { ClaimedMessage } from '../store/outbox-messages.js';
 import type { Store } from '../store/store.js';
-import { nextAttemptAt } from '../webhooks/delivery-worker.js';
 import { createClaimLoop } from './claim-loop.js';
 import { MESSAGE_LEASE_SECONDS, messageSealingContext, type OutboxMessages } from './message-outbox.js';
+import { nextAttemptAt } from './retry.js';
 
 /** How each channel sends: throws the sender's ServiceError (mail-sender.ts, sms-sender.ts). */
 export type Channels = {
@@ -57,14 +57,18 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
     log,
   });
 
-  /** Sends a claimed (or held) message once and records the outcome; never throws. */
+  /**
+   * Sends a held message once and records the outcome; never throws. The writer tells the person
+   * how it went, who may ask again: a failure is not retried.
+   */
   function attempt(message: ClaimedMessage): Promise<AttemptResult> {
-    return loop.track(message.id, send(message));
+    return loop.track(message.id, send(message, true));
   }
 
-  async function send(message: ClaimedMessage): Promise<AttemptResult> {
+  async function send(message: ClaimedMessage, isOnce = false): Promise<AttemptResult> {
     let error: unknown;
     try {
+      if (message.expiresAt && message.expiresAt <= clock.now()) throw new MessageExpired();
       const opened = JSON.parse(unseal(message.sealedMessage, sealingKey, messageSealingContext(message.id)));
       const sendOn = channels[message.channel] as (message: unknown, log: BaseLogger, id: string) => Promise<void>;
       await sendOn(opened, log, message.id);
@@ -76,8 +80,10 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
     const isRefused = REFUSALS.has(code ?? '');
     // The server went silent once it may have kept the message: sent again, it could arrive twice.
     const isUnconfirmed = error instanceof MailTimeout && error.maybeSent;
-    const retryAt =
-      error && !isRefused && !isUnconfirmed ? nextAttemptAt(message.createdAt, message.attempt, now) : undefined;
+    const isRetried = error && !isOnce && !isRefused && !isUnconfirmed && !(error instanceof MessageExpired);
+    const retryAt = isRetried
+      ? nextAttemptAt(message.createdAt, message.attempt, now, Math.random, message.expiresAt)
+      : undefined;
     const outcome: MessageOutcome = !error
       ? 'sent'
       : retryAt
@@ -123,3 +129,8 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
 }
 
 export type MessageWorker = ReturnType<typeof createMessageWorker>;
+
+/** A message that is of no more use (an email code's, once the code expired): given up unsent. */
+class MessageExpired extends Error {
+  override name = 'expired';
+}

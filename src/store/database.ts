@@ -417,6 +417,8 @@ export interface OutboxMessageTable {
   last_error: string | null;
   created_at: IsoTime;
   finished_at: IsoTime | null;
+  /** When it is of no more use (an email code's mail: the code's expiry): given up then; null for 24 hours. */
+  expires_at: IsoTime | null;
 }
 
 export type RecoveryState = 'waiting' | 'cancelled' | 'completed';

@@ -70,16 +70,18 @@ async function noticedUser(service: Service, username: string, email: string): P
 }
 
 describe('mail through the outbox', () => {
-  test('a server that refuses connections: the request is answered, the mail is retried with backoff and arrives once, when the server takes mail', async () => {
+  test('a server that refuses connections: a notice is retried with backoff and arrives once, when the server takes mail', async () => {
     const smtp = await startSmtpServer({ mode: 'refuse' });
     await withService(smtp, {}, async (service) => {
       const email = 'refused-first@mail.example';
-      const { userId, token, answer } = await requestCode(service, 'refused-first', email);
-      assert.deepEqual(await expectStatus(Promise.resolve(answer), 200), { email, verified: false });
-      const [waiting] = await outboxOf(service, userId);
-      assert.equal(waiting?.kind, 'email_code');
+      const userId = await noticedUser(service, 'refused-first', email);
+      const [waiting] = await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.attempts === 1 && row.last_error !== null,
+        'the first attempt is recorded',
+      );
+      assert.equal(waiting?.kind, 'notice.factor_added');
       assert.equal(waiting?.status, 'pending');
-      assert.equal(waiting?.attempts, 1);
       assert.equal(waiting?.last_error, 'mail_unavailable');
       assert.match(waiting?.sealed_message ?? '', /^sealed:v1:/, 'the message waits sealed');
 
@@ -90,9 +92,6 @@ describe('mail through the outbox', () => {
       service.clock.advance(6);
       const mail = await smtp.waitForMail(email);
       assert.match(mail.raw, /^Message-ID: <[0-9a-f-]{36}@/im, 'one Message-ID for every attempt at it');
-      const code = smtp.lastCodeFor(email);
-      await expectStatus(service.call('/mfa/email/verify/', { method: 'PUT', token, body: { mfa_code: code } }), 200);
-
       const [sent] = await eventually(
         () => outboxOf(service, userId),
         ([row]) => row?.status === 'sent',
@@ -106,17 +105,15 @@ describe('mail through the outbox', () => {
     });
   });
 
-  test('a server that never answers: the request is not held past SMTP_TIMEOUT_MS, the code stands, and the mail is tried again', async () => {
+  test('a server that never greets: nothing was sent, so the notice is tried again', async () => {
     const smtp = await startSmtpServer({ mode: 'hang' });
     await withService(smtp, { SMTP_TIMEOUT_MS: '300' }, async (service) => {
-      const email = 'silent@mail.example';
-      const started = performance.now();
-      const { userId, token, answer } = await requestCode(service, 'silent-server', email);
-      assert.equal(answer.status, 200);
-      assert.ok(performance.now() - started < 3000, 'the request is not held by the silent server');
-      // The code is kept: it works if the mail arrives, so a second request waits out the cooldown.
-      const again = await service.call('/mfa/email/request/', { method: 'PUT', token, body: { email } });
-      assert.equal(again.status, 429);
+      const userId = await noticedUser(service, 'silent-server', 'silent@mail.example');
+      await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.attempts === 1 && row.last_error !== null,
+        'the first attempt is recorded',
+      );
       service.clock.advance(6);
       const [retried] = await eventually(
         () => outboxOf(service, userId),
@@ -127,16 +124,16 @@ describe('mail through the outbox', () => {
     });
   });
 
-  test('no code and no address in the outbox while the mail waits; an address refused is given up at once', async () => {
+  test('no address and no text in the outbox while the mail waits; an address refused is given up at once', async () => {
     const smtp = await startSmtpServer({ mode: 'refuse', refuseRecipient: (address) => address.startsWith('no-') });
     await withService(smtp, {}, async (service) => {
       const email = 'sealed@mail.example';
-      const { userId } = await requestCode(service, 'sealed-mail', email);
+      const userId = await noticedUser(service, 'sealed-mail', email);
       const [row] = await outboxOf(service, userId);
       assert.equal(row?.status, 'pending');
       const outbox = JSON.stringify(await service.rows(sql`select * from outbox_message where user_id = ${userId}`));
       assert.ok(!outbox.includes(email), 'the address is sealed');
-      assert.ok(!outbox.includes('verification code'), 'the text is sealed');
+      assert.ok(!outbox.includes('second factor'), 'the text is sealed');
 
       smtp.startAccepting();
       const refused = await requestCode(service, 'refused-address', 'no-such@mail.example');
@@ -182,6 +179,31 @@ describe('mail through the outbox', () => {
       }
       assert.equal(smtp.mailTo(email).length, 1, 'kept by the relay once, never sent again');
       assert.equal((await outboxOf(service, userId)).length, 1);
+    });
+  });
+
+  test('a message past its expiry (an email code mail once the code is dead) is given up unsent', async () => {
+    const smtp = await startSmtpServer({ mode: 'refuse' });
+    await withService(smtp, {}, async (service) => {
+      const email = 'expired@mail.example';
+      const userId = await noticedUser(service, 'expired-mail', email);
+      await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.attempts === 1 && row.last_error !== null,
+        'the first attempt is recorded',
+      );
+      // As an email code's mail is written: of no use after a time, here one already past.
+      const expiresAt = new Date(service.clock.now().getTime() + 1000).toISOString();
+      await service.execute(sql`update outbox_message set expires_at = ${expiresAt} where user_id = ${userId}`);
+      smtp.startAccepting();
+      service.clock.advance(6);
+      const [given] = await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.status !== 'pending',
+        'the message is given up',
+      );
+      assert.deepEqual([given?.status, given?.last_error, given?.sealed_message], ['failed', 'expired', '']);
+      assert.deepEqual(smtp.mailTo(email), []);
     });
   });
 });

@@ -18,7 +18,7 @@ import * as operators from './2026_11_27_1200_operators.js';
 import * as userCounts from './2026_11_27_1300_user_counts.js';
 import * as messageOutboxAndRecovery from './2026_11_27_1400_message_outbox_and_recovery.js';
 import * as userEmailSearch from './2026_11_27_1500_user_email_search.js';
-import * as throttleNotice from './2026_11_27_1600_throttle_notice.js';
+import * as messageLimits from './2026_11_27_1600_message_limits.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -41,5 +41,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_1300_user_counts': userCounts,
   '2026_11_27_1400_message_outbox_and_recovery': messageOutboxAndRecovery,
   '2026_11_27_1500_user_email_search': userEmailSearch,
-  '2026_11_27_1600_throttle_notice': throttleNotice,
+  '2026_11_27_1600_message_limits': messageLimits,
 };
