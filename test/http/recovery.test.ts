@@ -253,6 +253,23 @@ describe('cancelling it', () => {
     assert.ok((await eventsOf(user.userId)).some((e) => e.type === 'recovery_cancelled' && e.outcome === 'by_sign_in'));
   });
 
+  test('a sign-in with the second factor racing a completion: never tokens for both (the cancel comes before the tokens)', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const user = await smsUser('cancel-race');
+      await expectStatus(ask(user.username), 202);
+      service.clock.advance(DELAY_SECONDS + 1);
+      await expectStatus(service.login(user.username, PASSWORD), 200);
+      const code = service.twilio.lastCodeFor(`+${user.phone}`);
+      const [signIn, completion] = await Promise.all([
+        service.login(user.username, PASSWORD, { mfa_code: code }),
+        complete(user.username),
+      ]);
+      const statuses = [signIn.status, completion.status];
+      assert.ok(statuses.includes(200), `round ${round}: one of them wins (${statuses})`);
+      assert.notDeepEqual(statuses, [200, 200], `round ${round}`);
+    }
+  });
+
   test('finishing a login with the mfa_token cancels it too', async () => {
     const user = await smsUser('cancel-mfa-token');
     const { client_id } = await registerClient(service, { mfa_challenge: 'error', token_endpoint_auth_method: 'none' });
