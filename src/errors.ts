@@ -41,6 +41,7 @@ export type ErrorCode =
   | 'email_address_rejected'
   | 'mail_unavailable'
   | 'email_not_verified'
+  | 'mail_timeout'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'country_not_paused'

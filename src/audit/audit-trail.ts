@@ -73,7 +73,7 @@ export function createAuditTrail({ store, clock, notices }: { store: Store; cloc
     const now = clock.now();
     const event = { occurredAt: now, userId: facts.userId, clientAddress: facts.context?.clientAddress };
     const webhookType = webhookEventFor(type, outcome);
-    const notice = facts.userId ? noticeFor(type, outcome) : undefined;
+    const notice = facts.userId ? noticeFor(type, outcome, facts.detail) : undefined;
     const write = async (on: Store) => {
       await on.securityEvents.insertSecurityEvent({ id: randomUUID(), type, outcome, detail: facts.detail, ...event });
       if (webhookType) await enqueueWebhookEvent(on, { type: webhookType, detail: facts.detail, ...event });

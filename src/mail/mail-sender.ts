@@ -13,18 +13,24 @@ export interface MailMessage {
 /**
  * Where mail goes: SMTP (smtp-sender.ts) or, in development, the console (console-sender.ts).
  * `send` resolves once the server has taken the message; it throws 400 `email_address_rejected`
- * when the server refuses the address, `MailTimeout` when it does not answer in time (the
- * message may still go out), and 503 `mail_unavailable` for any other failure.
+ * when the server refuses the address, 504 `MailTimeout` when it does not answer in time, and
+ * 502 `mail_unavailable` for any other failure.
  */
 export interface MailSender {
   send(message: MailMessage, log: BaseLogger): Promise<void>;
 }
 
-/** The server did not answer within the timeout: the mail may or may not have gone. */
+/**
+ * The server did not answer within the timeout. `maybeSent` once the message itself was on its
+ * way (a silence after the envelope): the server may have kept it, so it is not sent again.
+ */
 export class MailTimeout extends ServiceError {
-  constructor(timeoutMs: number) {
+  constructor(
+    timeoutMs: number,
+    readonly maybeSent: boolean,
+  ) {
     super(
-      'mail_unavailable',
+      'mail_timeout',
       `the mail server did not answer within ${timeoutMs / 1000} s; the code may still arrive, or ask again in a few minutes`,
       60,
     );

@@ -14,13 +14,20 @@ function domainOf(from: string): string {
   return /@([^\s>]+)/.exec(from)?.[1] ?? 'localhost';
 }
 
-/** nodemailer's codes for a connection that could not be made or was lost. */
-const TIMEOUT_CODES = new Set(['ETIMEDOUT']);
+/** nodemailer's timeouts that come before anything of the message is sent: the setup's. */
+const SETUP_TIMEOUTS = new Set(['CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'UPGRADE_TIMEOUT']);
+
+/** A send's steps: setup (connect, greeting, TLS), the envelope, the message, the final answer. */
+const STEPS = 4;
+
+/** The longest a send may take however it goes: the message outbox's lease outlasts it. */
+export const maxSendMs = (timeoutMs: number) => STEPS * timeoutMs;
 
 /**
  * Mail through an SMTP server with nodemailer: one connection per message (codes are rare), each
- * step bounded by `timeoutMs`, and the whole send by it too, so that a server that accepts the
- * connection and then says nothing cannot hold a request.
+ * step bounded by `timeoutMs` by nodemailer itself, which then closes the connection: a late 250
+ * is never ignored. A timeout while setting up means nothing was sent; a later silence (or the
+ * whole send outliving `maxSendMs`) may come after the server took the message: `maybeSent`.
  */
 export function createSmtpSender({ url, from, timeoutMs }: SmtpSettings): MailSender {
   const transport = createTransport({
@@ -34,28 +41,26 @@ export function createSmtpSender({ url, from, timeoutMs }: SmtpSettings): MailSe
     async send(message, log) {
       const started = performance.now();
       const to = maskEmail(message.to);
-      let timer: NodeJS.Timeout | undefined;
-      const overall = new Promise<never>((_resolve, reject) => {
-        timer = setTimeout(() => reject(new MailTimeout(timeoutMs)), timeoutMs);
-      });
       try {
         const { messageId, ...content } = message;
-        const sending = transport.sendMail({
+        await transport.sendMail({
           from,
           ...content,
           ...(messageId && { messageId: `<${messageId}@${domainOf(from)}>` }),
+          // Aborting closes the connection: a server this slow gets no chance to answer 250 unheard.
+          signal: AbortSignal.timeout(maxSendMs(timeoutMs)),
         });
-        await Promise.race([sending, overall]);
         log.info({ to, ms: Math.round(performance.now() - started) }, 'mail sent');
       } catch (error) {
-        if (error instanceof MailTimeout) {
-          log.warn({ to, timeoutMs }, 'mail server did not answer in time');
-          throw error;
-        }
-        const { code, responseCode } = error as { code?: string; responseCode?: number };
-        if (code !== undefined && TIMEOUT_CODES.has(code)) {
-          log.warn({ to, code }, 'mail server did not answer in time');
-          throw new MailTimeout(timeoutMs);
+        const { code, responseCode, timeoutType } = error as {
+          code?: string;
+          responseCode?: number;
+          timeoutType?: string;
+        };
+        if (code === 'ETIMEDOUT' || code === 'EABORT') {
+          const maybeSent = !SETUP_TIMEOUTS.has(timeoutType ?? '');
+          log.warn({ to, code, timeoutType, maybeSent }, 'mail server did not answer in time');
+          throw new MailTimeout(timeoutMs, maybeSent);
         }
         if (code === 'EENVELOPE' && responseCode !== undefined && responseCode >= 500) {
           log.info({ to, responseCode }, 'mail server refused the address');
@@ -70,8 +75,6 @@ export function createSmtpSender({ url, from, timeoutMs }: SmtpSettings): MailSe
           'the mail server could not take the message; try again in a few minutes',
           60,
         );
-      } finally {
-        clearTimeout(timer);
       }
     },
   };

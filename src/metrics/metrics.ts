@@ -12,8 +12,8 @@ export type SmsOutcome =
 export type LoginOutcome = 'tokens' | 'mfa_required' | 'invalid_grant' | 'throttled';
 /** A webhook attempt: `failed` is tried again, `gave_up` was the last try (24 hours on). */
 export type WebhookOutcome = 'succeeded' | 'failed' | 'gave_up';
-/** A mail or SMS of the outbox: `failed` is tried again, `refused` (the address) and `gave_up` are final. */
-export type MessageOutcome = 'sent' | 'failed' | 'refused' | 'gave_up';
+/** A mail or SMS of the outbox: `failed` is tried again; `refused` (the address), `unconfirmed` (silence once it may have gone) and `gave_up` are final. */
+export type MessageOutcome = 'sent' | 'failed' | 'refused' | 'unconfirmed' | 'gave_up';
 export type RecoveryStep = 'started' | 'cancelled' | 'completed';
 
 /** The outbox as the metrics read it, at each scrape. */
@@ -113,7 +113,7 @@ export function createMetrics({ countEnabledUsers, readOutbox, listPausedCountri
   });
   const messageAttempts = new Counter({
     name: 'mfa_outbox_messages_total',
-    help: 'Attempts at mail and SMS of the outbox by channel, kind and outcome: sent, failed (to be retried), refused and gave_up (final)',
+    help: 'Attempts at mail and SMS of the outbox by channel, kind and outcome: sent, failed (to be retried), refused, unconfirmed and gave_up (final)',
     labelNames: ['channel', 'kind', 'outcome'],
     registers: [registry],
   });

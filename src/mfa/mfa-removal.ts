@@ -14,8 +14,8 @@ export type RemovalCause =
 
 /**
  * The one way every second factor of a user goes: `DELETE /mfa/`, removing the last factor, and
- * the operator's reset. Secrets, pending codes and backup codes go with them, and every other
- * login of the user ends, in one transaction.
+ * the operator's reset. Secrets, pending codes and backup codes go with them, a waiting recovery
+ * request is cancelled, and every other login of the user ends, in one transaction.
  */
 export function createMfaRemoval({
   store,
@@ -45,6 +45,11 @@ export function createMfaRemoval({
       await deleteSmsCodes(tx, userId);
       await tx.backupCodes.deleteBackupCodes(userId);
       await sessions.endUserSessions(tx, userId, now, cause.by === 'user' ? cause.sessionId : undefined);
+      // A request waiting to remove these factors would otherwise remove the ones enrolled next.
+      if (cause.by !== 'recovery' && (await tx.recoveryRequests.endRecoveryRequest(userId, 'cancelled', now))) {
+        const context = cause.by === 'user' ? cause.context : undefined;
+        await audit.record('recovery_cancelled', `by_${cause.by}`, { userId, context }, tx);
+      }
       if (cause.by === 'operator') await audit.record('mfa_disabled', 'reset_by_operator', { userId }, tx);
       // Told as the recovery's completion (its webhook and notice), not a second time as MFA off.
       else if (cause.by === 'recovery')

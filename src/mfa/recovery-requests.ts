@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
-import { pickLanguage, preferredLanguages, translate } from '../i18n/messages.js';
+import { pickLanguage, translate } from '../i18n/messages.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import type { PasswordCheck } from '../oauth/password-check.js';
 import type { MessageOutbox } from '../outbox/message-outbox.js';
@@ -60,7 +60,8 @@ export function createRecoveryRequests(deps: RecoveryRequestDeps) {
     }
     const now = clock.now();
     const readyAt = new Date(now.getTime() + delaySeconds * 1000);
-    const language = pickLanguage(preferredLanguages(context));
+    // Told to the owner, whoever asked: not in the asker's language (as security-notices.ts does).
+    const language = pickLanguage([]);
     const isStarted = await store.transaction(async (tx) => {
       const id = randomUUID();
       if (!(await tx.recoveryRequests.startRecoveryRequest({ id, userId: user.id, readyAt, createdAt: now }))) {

@@ -42,10 +42,32 @@ const FROM_AUDIT: Record<string, NoticeKind> = {
   'recovery_completed:succeeded': 'recovery_completed',
 };
 
-/** The notice an audit event is, or undefined when it is none. */
-export function noticeFor(type: string, outcome: string): NoticeKind | undefined {
+/**
+ * The notices of the owner's own changes (proved by a login of theirs), told in the language
+ * their request preferred. The others may follow anyone's request (a password guessed, a recovery
+ * asked with a stolen password): the service keeps no language per user, so they are in English.
+ */
+const OWNERS_OWN = new Set<NoticeKind>([
+  'factor_added',
+  'factor_removed',
+  'mfa_disabled',
+  'backup_codes_created',
+  'backup_code_used',
+  'password_changed',
+  'recovery_cancelled',
+]);
+
+/**
+ * The notice an audit event is, or undefined when it is none. A block of a client address is no
+ * news to the owner of whatever username that client tried: only the username's own block is.
+ */
+export function noticeFor(type: string, outcome: string, detail?: Record<string, string>): NoticeKind | undefined {
+  if (type === 'login' && detail?.limit !== 'user') return undefined;
   return FROM_AUDIT[`${type}:${outcome}`] ?? FROM_AUDIT[type];
 }
+
+/** At most one `sign_in_throttled` notice per user in this long: guesses must not flood the owner. */
+const THROTTLE_NOTICE_EVERY_MS = 24 * 3600 * 1000;
 
 /** A notice's facts: the audit event's. `detail.ready_at` is a recovery's (ISO time). */
 export interface NoticeFacts {
@@ -63,7 +85,8 @@ export function formatTime(language: Language, at: Date): string {
 
 /**
  * Security notices (CONTRACT §20): a mail saying what happened, when, from which address and
- * browser, and what to do if it was not them, in the language of the request that caused it.
+ * browser, and what to do if it was not them, in the language of the owner's request that caused
+ * it (English when the request may be someone else's).
  * Never a code or a secret: the texts have no place for one.
  */
 export function createSecurityNotices({
@@ -82,7 +105,12 @@ export function createSecurityNotices({
   async function queueNotice(tx: Store, kind: NoticeKind, facts: NoticeFacts): Promise<void> {
     const address = await tx.emails.findUserEmail(facts.userId);
     if (!address?.verifiedAt) return;
-    const language = pickLanguage(preferredLanguages(facts.context ?? {}));
+    if (kind === 'sign_in_throttled') {
+      const since = new Date(facts.occurredAt.getTime() - THROTTLE_NOTICE_EVERY_MS);
+      if (!(await tx.users.claimThrottleNotice(facts.userId, facts.occurredAt, since))) return;
+    }
+    // A request that may be someone else's does not choose the owner's language: English then.
+    const language = pickLanguage(OWNERS_OWN.has(kind) ? preferredLanguages(facts.context ?? {}) : []);
     const unknown = translate(language, 'notice_unknown', {});
     const readyAt = facts.detail?.ready_at;
     const values = {
@@ -90,7 +118,7 @@ export function createSecurityNotices({
       account: `${issuer}/account/`,
       time: formatTime(language, facts.occurredAt),
       address: facts.context?.clientAddress ?? unknown,
-      browser: describeUserAgent(facts.context?.userAgent) ?? unknown,
+      browser: describeUserAgent(facts.context?.userAgent) ?? translate(language, 'notice_unknown_browser', {}),
       ready: readyAt ? formatTime(language, new Date(readyAt)) : unknown,
     };
     const advice = kind === 'sign_in_throttled' || kind === 'recovery_started' ? kind : 'any';

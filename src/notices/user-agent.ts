@@ -20,18 +20,17 @@ const SYSTEMS: [RegExp, string][] = [
 ];
 
 /**
- * A User-Agent as a person reads it in a notice: "Firefox 121 on Windows", else the first product
- * token ("curl/8.5.0"), cut to 60 characters and stripped of anything but printable ASCII (the
- * header is the caller's to choose); undefined when there is none.
+ * A User-Agent as a person reads it in a notice: "Firefox 121 on Windows", made only of the names
+ * above and the version's digits; undefined for anything else (the header is the caller's to
+ * choose, and may carry a link or words meant to mislead the reader).
  */
 export function describeUserAgent(userAgent: string | undefined): string | undefined {
-  const clean = userAgent?.replace(/[^\x20-\x7e]/g, '').trim();
-  if (!clean) return undefined;
+  if (!userAgent) return undefined;
   const browser = BROWSERS.map(([pattern, name]) => {
-    const version = pattern.exec(clean)?.[1];
+    const version = pattern.exec(userAgent)?.[1];
     return version && `${name} ${version}`;
   }).find(Boolean);
-  const system = SYSTEMS.find(([pattern]) => pattern.test(clean))?.[1];
-  if (browser) return system ? `${browser} on ${system}` : browser;
-  return clean.split(' ')[0]?.slice(0, 60);
+  if (!browser) return undefined;
+  const system = SYSTEMS.find(([pattern]) => pattern.test(userAgent))?.[1];
+  return system ? `${browser} on ${system}` : browser;
 }

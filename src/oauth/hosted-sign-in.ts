@@ -139,6 +139,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const proof = session && user && proofOf(session);
     if (proof && user && nextStep(proof, user, request, client).step === 'done') {
       await signInSessions.touch(session);
+      await cancelRecoveryBy(proof, context);
       const code = await codes.issueCode(request, proof, session.id);
       await signedIn(proof, 'sign_in_session', context);
       return { location: successLocation(request, code) };
@@ -438,6 +439,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       sessionId = started.session.id;
       session = { secret: started.secret, expiresAt: started.session.expiresAt };
     }
+    await cancelRecoveryBy(proof, context);
     const code = await codes.issueCode(signIn.request, proof, sessionId);
     await signedIn(proof, 'hosted_page', context);
     return { location: successLocation(signIn.request, code), session };
@@ -449,8 +451,12 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       context,
       detail: { flow: 'authorization_code', via, amr: proof.amr.join(' ') },
     });
-    if (provesSecondFactor(proof.amr)) await recovery.cancelRecovery(proof.userId, 'by_sign_in', context);
     metrics.signedIn('authorization_code', proof.amr);
+  }
+
+  /** A sign-in with a second factor cancels a waiting recovery (CONTRACT §20): before any code is issued. */
+  async function cancelRecoveryBy(proof: SignInProof, context: RequestContext): Promise<void> {
+    if (provesSecondFactor(proof.amr)) await recovery.cancelRecovery(proof.userId, 'by_sign_in', context);
   }
 
   /**

@@ -212,6 +212,8 @@ export function createPasswordGrant({
     flow: 'password' | 'passkey' = 'password',
   ): Promise<PasswordGrantResult> {
     const { user } = login;
+    // A sign-in with a second factor cancels a waiting recovery (CONTRACT §20): before any token is issued.
+    if (provesSecondFactor(decision.amr)) await recovery.cancelRecovery(user.id, 'by_sign_in', context);
     const issued = await tokens.startLogin(
       {
         userId: user.id,
@@ -232,7 +234,6 @@ export function createPasswordGrant({
     if (decision.factorType) detail.factor_type = decision.factorType;
     if (flow === 'passkey') detail.flow = flow;
     await audit.record('login', 'succeeded', { userId: user.id, context, detail });
-    if (provesSecondFactor(decision.amr)) await recovery.cancelRecovery(user.id, 'by_sign_in', context);
     metrics.signedIn(flow, decision.amr);
     return { tokens: issued, amr: decision.amr, factorType: decision.factorType };
   }

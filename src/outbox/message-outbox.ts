@@ -23,10 +23,16 @@ export interface MessageLabel {
   /** `email_code`, `notice.factor_added`, `recovery_sms` …: a label of the metrics, never a value. */
   kind: string;
   userId?: string;
+  /** When the message is of no more use: not sent, nor retried, from then on. */
+  expiresAt?: Date;
 }
 
-/** How long a claim on a message holds: longer than any attempt (SMTP_TIMEOUT_MS is at most 120 s). */
-export const MESSAGE_LEASE_SECONDS = 150;
+/**
+ * How long a claim on a message holds: longer than any attempt, so that no attempt is ever made
+ * while another is under way (a send is at most smtp-sender.ts's `maxSendMs`, 480 s at the
+ * largest SMTP_TIMEOUT_MS, 120 s). A node that dies holding a message delays it this long.
+ */
+export const MESSAGE_LEASE_SECONDS = 540;
 
 /** What the sealing key of messages is derived for, from the service's secret. */
 export const MESSAGE_SEALING_PURPOSE = 'outbox-message-sealing';
@@ -53,7 +59,16 @@ export function createMessageOutbox({ clock, sealingKey }: { clock: Clock; seali
     const leaseId = randomUUID();
     const held = isHeld ? { leaseId, leaseUntil: new Date(now.getTime() + MESSAGE_LEASE_SECONDS * 1000) } : undefined;
     await store.outbox.insertOutboxMessage({ id, channel, sealedMessage, createdAt: now, held, ...label });
-    return { id, channel, kind: label.kind, sealedMessage, createdAt: now, attempt: 1, leaseId };
+    return {
+      id,
+      channel,
+      kind: label.kind,
+      sealedMessage,
+      createdAt: now,
+      expiresAt: label.expiresAt,
+      attempt: 1,
+      leaseId,
+    };
   }
 
   return {
@@ -64,7 +79,7 @@ export function createMessageOutbox({ clock, sealingKey }: { clock: Clock; seali
     /**
      * Puts a mail in the outbox held for its writer, who sends it with the worker's `attempt` once
      * the transaction is committed, to tell the person at once whether the server took it. Should
-     * the writer die first, its hold lapses and a worker sends it.
+     * the writer die first, its hold lapses and a worker sends it (unless it has expired).
      */
     holdMail(store: Store, mail: MailMessage, label: MessageLabel): Promise<ClaimedMessage> {
       return queue(store, 'email', mail, label, true);

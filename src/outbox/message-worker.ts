@@ -2,12 +2,13 @@ import type { BaseLogger } from 'pino';
 import type { Clock } from '../clock.js';
 import { unseal } from '../crypto/sealing.js';
 import { ServiceError } from '../errors.js';
+import { MailTimeout } from '../mail/mail-sender.js';
 import type { MessageOutcome, ServiceMetrics } from '../metrics/metrics.js';
 import type { ClaimedMessage } from '../store/outbox-messages.js';
 import type { Store } from '../store/store.js';
-import { nextAttemptAt } from '../webhooks/delivery-worker.js';
 import { createClaimLoop } from './claim-loop.js';
 import { MESSAGE_LEASE_SECONDS, messageSealingContext, type OutboxMessages } from './message-outbox.js';
+import { nextAttemptAt } from './retry.js';
 
 /** How each channel sends: throws the sender's ServiceError (mail-sender.ts, sms-sender.ts). */
 export type Channels = {
@@ -36,10 +37,10 @@ export interface AttemptResult {
 
 /**
  * Sends the outbox's due mail and SMS from every node, one attempt per claim: retried on failure
- * or silence (5 s doubling to an hour, jittered, for 24 hours, as webhooks are), given up at once
- * when the server refuses the address. A message is blanked once sent or given up. A server that
- * took a message but did not say so in time gets it again on the retry: at least once, with the
- * same Message-ID each time, so that mail systems can drop the duplicate.
+ * or silence before anything was sent (5 s doubling to an hour, jittered, for 24 hours, as
+ * webhooks are), given up at once when the server refuses the address. A mail server that went
+ * silent after the message was on its way may have kept it: that message is not sent again
+ * (`unconfirmed`), as CONTRACT §20 wants no event mailed twice. A message is blanked once done.
  */
 export function createMessageWorker(deps: MessageWorkerDeps) {
   const { store, clock, sealingKey, channels, metrics, log } = deps;
@@ -56,14 +57,18 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
     log,
   });
 
-  /** Sends a claimed (or held) message once and records the outcome; never throws. */
+  /**
+   * Sends a held message once and records the outcome; never throws. The writer tells the person
+   * how it went, who may ask again: a failure is not retried.
+   */
   function attempt(message: ClaimedMessage): Promise<AttemptResult> {
-    return loop.track(message.id, send(message));
+    return loop.track(message.id, send(message, true));
   }
 
-  async function send(message: ClaimedMessage): Promise<AttemptResult> {
+  async function send(message: ClaimedMessage, isOnce = false): Promise<AttemptResult> {
     let error: unknown;
     try {
+      if (message.expiresAt && message.expiresAt <= clock.now()) throw new MessageExpired();
       const opened = JSON.parse(unseal(message.sealedMessage, sealingKey, messageSealingContext(message.id)));
       const sendOn = channels[message.channel] as (message: unknown, log: BaseLogger, id: string) => Promise<void>;
       await sendOn(opened, log, message.id);
@@ -72,15 +77,22 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
     }
     const now = clock.now();
     const code = error instanceof ServiceError ? error.code : undefined;
-    const retryAt =
-      error && !REFUSALS.has(code ?? '') ? nextAttemptAt(message.createdAt, message.attempt, now) : undefined;
+    const isRefused = REFUSALS.has(code ?? '');
+    // The server went silent once it may have kept the message: sent again, it could arrive twice.
+    const isUnconfirmed = error instanceof MailTimeout && error.maybeSent;
+    const isRetried = error && !isOnce && !isRefused && !isUnconfirmed && !(error instanceof MessageExpired);
+    const retryAt = isRetried
+      ? nextAttemptAt(message.createdAt, message.attempt, now, Math.random, message.expiresAt)
+      : undefined;
     const outcome: MessageOutcome = !error
       ? 'sent'
       : retryAt
         ? 'failed'
-        : code && REFUSALS.has(code)
+        : isRefused
           ? 'refused'
-          : 'gave_up';
+          : isUnconfirmed
+            ? 'unconfirmed'
+            : 'gave_up';
     const facts = { message_id: message.id, kind: message.kind, attempt: message.attempt, error: code, outcome };
     try {
       const isRecorded = await store.outbox.finishMessageAttempt({
@@ -117,3 +129,8 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
 }
 
 export type MessageWorker = ReturnType<typeof createMessageWorker>;
+
+/** A message that is of no more use (an email code's, once the code expired): given up unsent. */
+class MessageExpired extends Error {
+  override name = 'expired';
+}

@@ -39,6 +39,8 @@ export interface UserTable {
   email: string | null;
   /** When the address was proved (a code came back) or given by an operator; null while it is not. */
   email_verified_at: IsoTime | null;
+  /** When the owner was last told that sign-ins were throttled (at most once a day); null before. */
+  throttle_noticed_at: IsoTime | null;
 }
 
 export interface OAuthClientTable {
@@ -425,6 +427,8 @@ export interface OutboxMessageTable {
   last_error: string | null;
   created_at: IsoTime;
   finished_at: IsoTime | null;
+  /** When it is of no more use (an email code's mail: the code's expiry): given up then; null for 24 hours. */
+  expires_at: IsoTime | null;
 }
 
 export type RecoveryState = 'waiting' | 'cancelled' | 'completed';

@@ -9,6 +9,7 @@ export interface NewOutboxMessage {
   userId?: string;
   sealedMessage: string;
   createdAt: Date;
+  expiresAt?: Date;
   held?: { leaseId: string; leaseUntil: Date };
 }
 
@@ -19,6 +20,8 @@ export interface ClaimedMessage {
   kind: string;
   sealedMessage: string;
   createdAt: Date;
+  /** Given up at this time, sent or not; retried for 24 hours when undefined. */
+  expiresAt?: Date;
   /** 1 for the first attempt. */
   attempt: number;
   leaseId: string;
@@ -51,6 +54,7 @@ export async function insertOutboxMessage(db: Executor, message: NewOutboxMessag
       last_error: null,
       created_at: message.createdAt.toISOString(),
       finished_at: null,
+      expires_at: message.expiresAt?.toISOString() ?? null,
     })
     .execute();
 }
@@ -67,6 +71,7 @@ export async function claimDueMessages(
     'sealed_message',
     'attempts',
     'created_at',
+    'expires_at',
   ]);
   return rows.map((row) => ({
     id: row.id,
@@ -74,6 +79,7 @@ export async function claimDueMessages(
     kind: row.kind,
     sealedMessage: row.sealed_message,
     createdAt: new Date(row.created_at),
+    expiresAt: row.expires_at ? new Date(row.expires_at) : undefined,
     attempt: row.attempts,
     leaseId,
   }));

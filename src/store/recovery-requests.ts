@@ -52,7 +52,8 @@ export async function startRecoveryRequest(
 
 /**
  * Ends the user's waiting request as `state` (`completed` only once `ready_at` has passed at
- * `now`). Returns false when none was waiting (or ready): a racing call ended it first.
+ * `now`, and only if no factor was added since the request: it was made to remove those before
+ * it). Returns false when none was waiting (or ready): a racing call ended it first.
  */
 export async function endRecoveryRequest(
   db: Executor,
@@ -65,7 +66,20 @@ export async function endRecoveryRequest(
     .set({ state, ended_at: now.toISOString() })
     .where('user_id', '=', userId)
     .where('state', '=', 'waiting')
-    .$if(state === 'completed', (query) => query.where('ready_at', '<=', now.toISOString()))
+    .$if(state === 'completed', (query) =>
+      query
+        .where('ready_at', '<=', now.toISOString())
+        .where(({ exists, not, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('mfa_factor')
+                .select('mfa_factor.id')
+                .where('mfa_factor.user_id', '=', userId)
+                .whereRef('mfa_factor.created_at', '>', 'recovery_request.created_at'),
+            ),
+          ),
+        ),
+    )
     .returning('id')
     .executeTakeFirst();
   return row !== undefined;

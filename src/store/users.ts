@@ -145,6 +145,23 @@ export async function setPasswordHash(db: Executor, userId: string, passwordHash
   return row !== undefined;
 }
 
+/**
+ * Claims the user's throttle notice at `now`: true when none was claimed since `since`. One
+ * conditional update, so that of racing blocks one tells the owner.
+ */
+export async function claimThrottleNotice(db: Executor, userId: string, now: Date, since: Date): Promise<boolean> {
+  const row = await db
+    .updateTable('user')
+    .set({ throttle_noticed_at: now.toISOString() })
+    .where('id', '=', userId)
+    .where((where) =>
+      where.or([where('throttle_noticed_at', 'is', null), where('throttle_noticed_at', '<=', since.toISOString())]),
+    )
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** Deletes the user and (by cascade) everything of theirs; false when there was none. */
 export async function deleteUser(db: Executor, id: string): Promise<boolean> {
   if (id.includes('\0')) return false;

@@ -6,7 +6,7 @@ import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import { pickLanguage, preferredLanguages, translate } from '../i18n/messages.js';
 import type { LoginProof, StepUp } from '../logins/step-up.js';
-import { maskEmail } from '../mail/mail-sender.js';
+import { MailTimeout, maskEmail } from '../mail/mail-sender.js';
 import type { MessageOutbox } from '../outbox/message-outbox.js';
 import type { MessageWorker } from '../outbox/message-worker.js';
 import type { Store } from '../store/store.js';
@@ -68,7 +68,8 @@ export function createEmails({
    * Mails a new code to `email` and keeps it, hashed, as the user's pending address. A change to
    * where the account's notices and resets go, so a sensitive call (CONTRACT §14). Throws 429
    * `email_cooldown` within the resend cooldown, `email_rate_limited` past an hourly cap, 400
-   * `email_address_rejected` when the mail server refuses the address.
+   * `email_address_rejected` when the mail server refuses the address, 502 `mail_unavailable`
+   * when it fails, 504 `mail_timeout` when it is silent.
    */
   async function requestVerification(login: LoginProof, email: string, context: RequestContext): Promise<EmailState> {
     await stepUp.requireRecentLogin(login);
@@ -93,6 +94,7 @@ export function createEmails({
       subject: translate(language, 'email_code_subject', { service: serviceName, code }),
       text: translate(language, 'email_code', { service: serviceName, code, count: limits.codeTtlSeconds / 60 }),
     };
+    const expiresAt = new Date(now.getTime() + limits.codeTtlSeconds * 1000);
     const held = await store.transaction(async (tx) => {
       const isFree = await tx.emails.replaceEmailCode(
         {
@@ -100,7 +102,7 @@ export function createEmails({
           userId,
           email,
           codeHash: keyedHash(codeKey, id, code),
-          expiresAt: new Date(now.getTime() + limits.codeTtlSeconds * 1000),
+          expiresAt,
           createdAt: now,
         },
         { cooldownStart: new Date(now.getTime() - limits.cooldownSeconds * 1000), maxAttempts: limits.maxAttempts },
@@ -109,7 +111,7 @@ export function createEmails({
       for (const cap of caps) {
         if (!(await tx.smsQuota.incrementCounter(cap.scope, hour, cap.limit))) throw capReached(cap.reached, now, hour);
       }
-      return outbox.holdMail(tx, mail, { kind: 'email_code', userId });
+      return outbox.holdMail(tx, mail, { kind: 'email_code', userId, expiresAt });
     });
     if (!held) {
       const sentAt = (await store.emails.findEmailCode(userId))?.createdAt ?? now;
@@ -123,17 +125,19 @@ export function createEmails({
         retryAfterSeconds,
       );
     }
+    // As an SMS code (CONTRACT §5): sent once, the person told at once how it went.
     const { outcome, error } = await sendNow(held);
-    if (outcome === 'refused') {
-      // The address is refused: nothing went out, so the slot and the counts are given back.
+    if (outcome !== 'sent' && !(error instanceof MailTimeout)) {
+      // Refused (400) or failed (502): nothing went out, so the slot and the counts are given back.
       await store.transaction(async (tx) => {
         await tx.emails.deleteEmailCode(id);
         for (const { scope } of caps) await tx.smsQuota.decrementCounter(scope, hour);
       });
       throw error;
     }
-    // Failed or silent: the outbox tries again (CONTRACT §16), and the code works when it arrives.
-    context.log.info({ to: maskEmail(email), outcome }, 'email code mailed');
+    // Silent (504): the mail may have gone, so the code stands and the cooldown and caps are spent.
+    if (error) throw error;
+    context.log.info({ to: maskEmail(email) }, 'email code mailed');
     return { email, verified: false };
   }
 

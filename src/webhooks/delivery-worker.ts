@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import { unseal } from '../crypto/sealing.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import { createClaimLoop } from '../outbox/claim-loop.js';
+import { nextAttemptAt } from '../outbox/retry.js';
 import type { Store } from '../store/store.js';
 import type { ClaimedDelivery } from '../store/webhooks.js';
 import { inSpan, traceHeaders } from '../tracing.js';
@@ -19,23 +20,8 @@ const SEND_TIMEOUT_MS = 10_000;
 /** A claim outlives any attempt, so a live worker keeps it; a dead worker's lapses and is taken over. */
 const LEASE_SECONDS = 20;
 const MAX_IN_FLIGHT = 16;
-const FIRST_RETRY_SECONDS = 5;
-const MAX_WAIT_SECONDS = 3600;
-const RETRY_FOR_SECONDS = 86_400;
 /** On shutdown, how long attempts in flight may take before they are cut short. */
 const STOP_GRACE_MS = 3000;
-
-/**
- * When the next attempt is due after attempt `attempt` failed at `now`: 5 s doubling to an hour,
- * each wait jittered to between half and all of it (so the receivers of a burst are not hit in
- * step), never later than 24 hours after the event; undefined once those 24 hours are over.
- */
-export function nextAttemptAt(createdAt: Date, attempt: number, now: Date, random = Math.random): Date | undefined {
-  const giveUpAt = createdAt.getTime() + RETRY_FOR_SECONDS * 1000;
-  if (now.getTime() >= giveUpAt) return undefined;
-  const waitSeconds = Math.min(FIRST_RETRY_SECONDS * 2 ** (attempt - 1), MAX_WAIT_SECONDS) * (0.5 + random() / 2);
-  return new Date(Math.min(now.getTime() + waitSeconds * 1000, giveUpAt));
-}
 
 export interface DeliveryWorkerDeps {
   store: Store;

@@ -239,7 +239,7 @@ describe('email codes as a second factor: signing in', () => {
 });
 
 describe('email codes as a second factor: when mail cannot go out', () => {
-  test('a sign-in answers 503 mail_unavailable, keeps no code and no cooldown; the next sign-in mails one', async () => {
+  test('a sign-in answers 502 mail_unavailable, keeps no code and no cooldown; the next sign-in mails one', async () => {
     const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(smtp.url).port) });
     const flaky = await startService({
       env: { SMTP_URL: `smtp://127.0.0.1:${proxy.port}`, EMAIL_FACTOR: 'on', SMTP_TIMEOUT_MS: '2000' },
@@ -263,7 +263,7 @@ describe('email codes as a second factor: when mail cannot go out', () => {
       );
       flaky.clock.advance(31);
       await proxy.cut();
-      const failed = await expectStatus(flaky.login(username, PASSWORD), 503);
+      const failed = await expectStatus(flaky.login(username, PASSWORD), 502);
       assert.equal(failed.error, 'mail_unavailable');
       await proxy.restore();
       // Nothing half-done: no cooldown was spent, so the next sign-in mails a code at once.

@@ -194,3 +194,57 @@ describe('an email address, proved by a code mailed to it', () => {
     assert.ok(events.some((event: { type: string }) => event.type === 'email_verified'));
   });
 });
+
+describe('a mail server that fails or is silent: answered as SMS are (CONTRACT §5), nothing half done', () => {
+  test('one that refuses every connection: 502 mail_unavailable, no cooldown spent, and the mail is not sent later', async () => {
+    const refusing = await startSmtpServer({ mode: 'refuse' });
+    const down = await startService({ env: { SMTP_URL: refusing.url } });
+    try {
+      await down.createUser('refused-server', PASSWORD);
+      const token = await down.accessToken('refused-server', PASSWORD);
+      const answer = await requestCode(token, 'someone@mail.example', down);
+      assert.equal(answer.status, 502);
+      const body = (await answer.json()) as ErrorAnswer;
+      assert.equal(body.error, 'mail_unavailable');
+      assert.match(body.error_description, /try again/);
+      assert.equal(
+        (await requestCode(token, 'someone@mail.example', down)).status,
+        502,
+        'no cooldown: nothing was sent',
+      );
+      assert.equal((await expectStatus(down.call('/mfa/email/', { token }), 200)).email, '', 'no pending address');
+      refusing.startAccepting();
+      down.clock.advance(3600);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.deepEqual(
+        refusing.mailTo('someone@mail.example'),
+        [],
+        'no code mail comes later, for a code that is gone',
+      );
+    } finally {
+      await down.close();
+      await refusing.close();
+    }
+  });
+
+  test('one that never answers: 504 mail_timeout within SMTP_TIMEOUT_MS; the code stands and the cooldown is spent', async () => {
+    const silent = await startSmtpServer({ mode: 'hang' });
+    const slow = await startService({ env: { SMTP_URL: silent.url, SMTP_TIMEOUT_MS: '300' } });
+    try {
+      await slow.createUser('silent-server', PASSWORD);
+      const token = await slow.accessToken('silent-server', PASSWORD);
+      const started = performance.now();
+      const answer = await requestCode(token, 'someone@mail.example', slow);
+      assert.ok(performance.now() - started < 3000, 'the request is not held by the silent server');
+      assert.equal(answer.status, 504);
+      const body = (await answer.json()) as ErrorAnswer;
+      assert.equal(body.error, 'mail_timeout');
+      assert.match(body.error_description, /did not answer within 0\.3 s; the code may still arrive/);
+      // As for an SMS whose provider was silent: a second request waits out the cooldown.
+      assert.equal((await requestCode(token, 'someone@mail.example', slow)).status, 429);
+    } finally {
+      await slow.close();
+      await silent.close();
+    }
+  });
+});

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { expectStatus, type Service, startService } from '../support/service.js';
+import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 import { type SmtpTestServer, startSmtpServer } from '../support/smtp-server.js';
 
 // CONTRACT §16 and §20: mail goes through an outbox. The message is written with the change that
@@ -59,17 +59,29 @@ async function requestCode(service: Service, username: string, email: string) {
   return { userId, token, answer };
 }
 
+/** A user with a verified address who adds a factor: a `factor_added` notice goes in the outbox. */
+async function noticedUser(service: Service, username: string, email: string): Promise<string> {
+  const created = await expectStatus(
+    service.call('/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD, email } }),
+    201,
+  );
+  await service.enrolSms(await service.accessToken(username, PASSWORD), nextPhone());
+  return (created as { id: string }).id;
+}
+
 describe('mail through the outbox', () => {
-  test('a server that refuses connections: the request is answered, the mail is retried with backoff and arrives once, when the server takes mail', async () => {
+  test('a server that refuses connections: a notice is retried with backoff and arrives once, when the server takes mail', async () => {
     const smtp = await startSmtpServer({ mode: 'refuse' });
     await withService(smtp, {}, async (service) => {
       const email = 'refused-first@mail.example';
-      const { userId, token, answer } = await requestCode(service, 'refused-first', email);
-      assert.deepEqual(await expectStatus(Promise.resolve(answer), 200), { email, verified: false });
-      const [waiting] = await outboxOf(service, userId);
-      assert.equal(waiting?.kind, 'email_code');
+      const userId = await noticedUser(service, 'refused-first', email);
+      const [waiting] = await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.attempts === 1 && row.last_error !== null,
+        'the first attempt is recorded',
+      );
+      assert.equal(waiting?.kind, 'notice.factor_added');
       assert.equal(waiting?.status, 'pending');
-      assert.equal(waiting?.attempts, 1);
       assert.equal(waiting?.last_error, 'mail_unavailable');
       assert.match(waiting?.sealed_message ?? '', /^sealed:v1:/, 'the message waits sealed');
 
@@ -80,9 +92,6 @@ describe('mail through the outbox', () => {
       service.clock.advance(6);
       const mail = await smtp.waitForMail(email);
       assert.match(mail.raw, /^Message-ID: <[0-9a-f-]{36}@/im, 'one Message-ID for every attempt at it');
-      const code = smtp.lastCodeFor(email);
-      await expectStatus(service.call('/mfa/email/verify/', { method: 'PUT', token, body: { mfa_code: code } }), 200);
-
       const [sent] = await eventually(
         () => outboxOf(service, userId),
         ([row]) => row?.status === 'sent',
@@ -96,37 +105,35 @@ describe('mail through the outbox', () => {
     });
   });
 
-  test('a server that never answers: the request is not held past SMTP_TIMEOUT_MS, the code stands, and the mail is tried again', async () => {
+  test('a server that never greets: nothing was sent, so the notice is tried again', async () => {
     const smtp = await startSmtpServer({ mode: 'hang' });
     await withService(smtp, { SMTP_TIMEOUT_MS: '300' }, async (service) => {
-      const email = 'silent@mail.example';
-      const started = performance.now();
-      const { userId, token, answer } = await requestCode(service, 'silent-server', email);
-      assert.equal(answer.status, 200);
-      assert.ok(performance.now() - started < 3000, 'the request is not held by the silent server');
-      // The code is kept: it works if the mail arrives, so a second request waits out the cooldown.
-      const again = await service.call('/mfa/email/request/', { method: 'PUT', token, body: { email } });
-      assert.equal(again.status, 429);
+      const userId = await noticedUser(service, 'silent-server', 'silent@mail.example');
+      await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.attempts === 1 && row.last_error !== null,
+        'the first attempt is recorded',
+      );
       service.clock.advance(6);
       const [retried] = await eventually(
         () => outboxOf(service, userId),
         ([row]) => (row?.attempts ?? 0) >= 2 && row?.status === 'pending',
         'the message is tried again',
       );
-      assert.equal(retried?.last_error, 'mail_unavailable');
+      assert.equal(retried?.last_error, 'mail_timeout');
     });
   });
 
-  test('no code and no address in the outbox while the mail waits; an address refused is given up at once', async () => {
+  test('no address and no text in the outbox while the mail waits; an address refused is given up at once', async () => {
     const smtp = await startSmtpServer({ mode: 'refuse', refuseRecipient: (address) => address.startsWith('no-') });
     await withService(smtp, {}, async (service) => {
       const email = 'sealed@mail.example';
-      const { userId } = await requestCode(service, 'sealed-mail', email);
+      const userId = await noticedUser(service, 'sealed-mail', email);
       const [row] = await outboxOf(service, userId);
       assert.equal(row?.status, 'pending');
       const outbox = JSON.stringify(await service.rows(sql`select * from outbox_message where user_id = ${userId}`));
       assert.ok(!outbox.includes(email), 'the address is sealed');
-      assert.ok(!outbox.includes('verification code'), 'the text is sealed');
+      assert.ok(!outbox.includes('second factor'), 'the text is sealed');
 
       smtp.startAccepting();
       const refused = await requestCode(service, 'refused-address', 'no-such@mail.example');
@@ -134,6 +141,69 @@ describe('mail through the outbox', () => {
       const [given] = await outboxOf(service, refused.userId);
       assert.equal(given?.status, 'failed', 'a refused address is not retried');
       assert.equal(given?.sealed_message, '');
+    });
+  });
+
+  test('a slow relay within SMTP_TIMEOUT_MS at each step gets a notice once, however long the whole send takes', async () => {
+    // 600 ms before the greeting, 700 ms of scanning after the message: 1.3 s in all, each step under 1 s.
+    const smtp = await startSmtpServer({ greetingDelayMs: 600, scanDelayMs: 700 });
+    await withService(smtp, { SMTP_TIMEOUT_MS: '1000' }, async (service) => {
+      const email = 'slow-relay@mail.example';
+      const userId = await noticedUser(service, 'slow-relay', email);
+      const [sent] = await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.status !== 'pending',
+        'the notice is sent',
+      );
+      assert.deepEqual([sent?.status, sent?.attempts], ['sent', 1]);
+      service.clock.advance(120);
+      await sleep(1500);
+      assert.equal(smtp.mailTo(email).length, 1, 'the relay got the notice once');
+    });
+  });
+
+  test('a relay silent after the message may have kept it: the notice is not sent again', async () => {
+    const smtp = await startSmtpServer({ scanDelayMs: 1500 });
+    await withService(smtp, { SMTP_TIMEOUT_MS: '1000' }, async (service) => {
+      const email = 'silent-after-data@mail.example';
+      const userId = await noticedUser(service, 'silent-after-data', email);
+      const [done] = await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.status !== 'pending',
+        'the attempt is recorded',
+      );
+      assert.deepEqual([done?.status, done?.last_error, done?.sealed_message], ['failed', 'mail_timeout', '']);
+      for (let step = 0; step < 3; step += 1) {
+        service.clock.advance(600);
+        await sleep(1000);
+      }
+      assert.equal(smtp.mailTo(email).length, 1, 'kept by the relay once, never sent again');
+      assert.equal((await outboxOf(service, userId)).length, 1);
+    });
+  });
+
+  test('a message past its expiry (an email code mail once the code is dead) is given up unsent', async () => {
+    const smtp = await startSmtpServer({ mode: 'refuse' });
+    await withService(smtp, {}, async (service) => {
+      const email = 'expired@mail.example';
+      const userId = await noticedUser(service, 'expired-mail', email);
+      await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.attempts === 1 && row.last_error !== null,
+        'the first attempt is recorded',
+      );
+      // As an email code's mail is written: of no use after a time, here one already past.
+      const expiresAt = new Date(service.clock.now().getTime() + 1000).toISOString();
+      await service.execute(sql`update outbox_message set expires_at = ${expiresAt} where user_id = ${userId}`);
+      smtp.startAccepting();
+      service.clock.advance(6);
+      const [given] = await eventually(
+        () => outboxOf(service, userId),
+        ([row]) => row?.status !== 'pending',
+        'the message is given up',
+      );
+      assert.deepEqual([given?.status, given?.last_error, given?.sealed_message], ['failed', 'expired', '']);
+      assert.deepEqual(smtp.mailTo(email), []);
     });
   });
 });

@@ -136,6 +136,25 @@ describe('asking for recovery', () => {
     assert.ok((await eventsOf(user.userId)).some((event) => event.type === 'recovery_started'));
   });
 
+  test("the asker chooses neither the owner's language nor a word of the warning: English, a known browser or none", async () => {
+    const user = await smsUser('told-en');
+    const sentBefore = service.twilio.messages.length;
+    const link = 'https://acme-support.example/cancel-recovery';
+    await expectStatus(
+      service.call('/mfa/recovery-request/', {
+        method: 'POST',
+        body: { username: user.username, password: PASSWORD },
+        headers: { 'accept-language': 'de', 'user-agent': link },
+      }),
+      202,
+    );
+    const mail = await smtp.waitForMail(user.email, /someone asked to recover your account/);
+    assert.match(mail.text, /^From: address .*, an unknown browser$/m);
+    assert.ok(!mail.text.includes('acme-support'), 'no word of the User-Agent');
+    const sms = service.twilio.messages.slice(sentBefore).find((message) => message.to === `+${user.phone}`);
+    assert.match(sms?.body ?? '', /someone asked to recover your account/);
+  });
+
   test("a wrong password is the password grant's 400 invalid_grant, in the same throttle", async () => {
     const user = await smsUser('guessing');
     for (let attempt = 0; attempt < 5; attempt += 1) {
@@ -234,6 +253,23 @@ describe('cancelling it', () => {
     assert.ok((await eventsOf(user.userId)).some((e) => e.type === 'recovery_cancelled' && e.outcome === 'by_sign_in'));
   });
 
+  test('a sign-in with the second factor racing a completion: never tokens for both (the cancel comes before the tokens)', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const user = await smsUser('cancel-race');
+      await expectStatus(ask(user.username), 202);
+      service.clock.advance(DELAY_SECONDS + 1);
+      await expectStatus(service.login(user.username, PASSWORD), 200);
+      const code = service.twilio.lastCodeFor(`+${user.phone}`);
+      const [signIn, completion] = await Promise.all([
+        service.login(user.username, PASSWORD, { mfa_code: code }),
+        complete(user.username),
+      ]);
+      const statuses = [signIn.status, completion.status];
+      assert.ok(statuses.includes(200), `round ${round}: one of them wins (${statuses})`);
+      assert.notDeepEqual(statuses, [200, 200], `round ${round}`);
+    }
+  });
+
   test('finishing a login with the mfa_token cancels it too', async () => {
     const user = await smsUser('cancel-mfa-token');
     const { client_id } = await registerClient(service, { mfa_challenge: 'error', token_endpoint_auth_method: 'none' });
@@ -279,6 +315,35 @@ describe('cancelling it', () => {
     // A new request may follow a cancelled one.
     assert.equal((await expectStatus(ask(user.username), 202)).state, 'waiting');
     assert.equal((await expectStatus(service.call('/mfa/recovery-request/'), 401)).error, 'invalid_token');
+  });
+
+  test("an operator's MFA reset cancels a waiting request: the factors enrolled after it are not removed by it", async () => {
+    const user = await smsUser('cancel-reset');
+    await expectStatus(ask(user.username), 202);
+    await expectStatus(service.call(`/admin/users/${user.userId}/mfa`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+    const token = await service.accessToken(user.username, PASSWORD);
+    assert.equal((await stateOf(token)).state, 'cancelled');
+    await service.enrolSms(token, nextPhone());
+    service.clock.advance(DELAY_SECONDS + 1);
+    assert.equal((await expectStatus(complete(user.username), 409)).error, 'no_recovery_request');
+    const signIn = await expectStatus(service.login(user.username, PASSWORD), 200);
+    assert.equal(signIn.mfa_required, true, 'the factor enrolled after the reset stays');
+    const cancelled = (await eventsOf(user.userId)).filter((e) => e.type === 'recovery_cancelled');
+    assert.deepEqual(
+      cancelled.map((e) => e.outcome),
+      ['by_operator'],
+    );
+  });
+
+  test("the user's own DELETE /mfa/ cancels a waiting request too", async () => {
+    const user = await smsUser('cancel-disable');
+    const { access_token } = await signInWithSms(user);
+    await expectStatus(ask(user.username), 202);
+    await expectStatus(service.call('/mfa/', { method: 'DELETE', token: access_token }), 204);
+    assert.equal((await stateOf(access_token)).state, 'cancelled');
+    service.clock.advance(DELAY_SECONDS + 1);
+    assert.equal((await expectStatus(complete(user.username), 409)).error, 'no_recovery_request');
+    assert.ok((await eventsOf(user.userId)).some((e) => e.type === 'recovery_cancelled' && e.outcome === 'by_user'));
   });
 
   test('the metrics count each step', async () => {

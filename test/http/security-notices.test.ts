@@ -145,6 +145,43 @@ describe('security notices by email', () => {
     await smtp.waitForMail(other.email, /sign-ins to your account were paused/);
   });
 
+  test('a username blocked again and again is told once a day; an address blocked is told to no one', async () => {
+    const user = await userWithSms('blocked-often');
+    const throttleNotices = async () =>
+      (
+        await service.rows<{ kind: string }>(
+          sql`select kind from outbox_message where user_id = ${user.userId} and kind = 'notice.sign_in_throttled'`,
+        )
+      ).length;
+    /** Guesses until the username is blocked, then lets the block pass. */
+    async function block() {
+      let answer: Response;
+      do answer = await service.login(user.username, 'not the password');
+      while (answer.status !== 429);
+      service.clock.advance(Number(answer.headers.get('retry-after')));
+    }
+    for (let round = 0; round < 4; round += 1) await block();
+    assert.equal(await throttleNotices(), 1, 'four blocks in a few minutes, one notice');
+    service.clock.advance(24 * 3600);
+    await block();
+    assert.equal(await throttleNotices(), 2, 'a day later, told again');
+    service.clock.advance(16 * 60);
+
+    // Twenty wrong passwords for other names block this client's address: a request naming the
+    // user is refused by that block, and the user is not told their sign-ins were paused.
+    const named = await userWithSms('address-blocked');
+    let answer: Response;
+    let other = 0;
+    do answer = await service.login(`nobody-${++other}`, 'not the password');
+    while (answer.status !== 429);
+    assert.equal((await service.login(named.username, 'not the password')).status, 429);
+    const notices = await service.rows(
+      sql`select kind from outbox_message where user_id = ${named.userId} and kind = 'notice.sign_in_throttled'`,
+    );
+    assert.deepEqual(notices, []);
+    service.clock.advance(16 * 60);
+  });
+
   test('in the language of the request that made the change', async () => {
     const user = await userWithSms('deutsch', { 'accept-language': 'de-CH, en;q=0.5' });
     const mail = await smtp.waitForMail(user.email, /zweiter Faktor/);

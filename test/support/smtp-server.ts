@@ -54,7 +54,13 @@ function decodeQuotedPrintable(text: string): string {
  * with 554 (`refuse`, until `startAccepting`), or accepts connections and never says a word (`hang`).
  */
 export async function startSmtpServer(
-  options: { mode?: 'accept' | 'refuse' | 'hang'; refuseRecipient?: (address: string) => boolean } = {},
+  options: {
+    mode?: 'accept' | 'refuse' | 'hang';
+    refuseRecipient?: (address: string) => boolean;
+    /** A slow relay: how long it waits before its greeting, and before its 250 after the message. */
+    greetingDelayMs?: number;
+    scanDelayMs?: number;
+  } = {},
 ) {
   const received: ReceivedMail[] = [];
   const mode = options.mode ?? 'accept';
@@ -80,7 +86,7 @@ export async function startSmtpServer(
       logger: false,
       onConnect(_session, callback) {
         if (isRefusing) return callback(Object.assign(new Error('no mail today'), { responseCode: 554 }));
-        callback();
+        setTimeout(callback, options.greetingDelayMs ?? 0);
       },
       onRcptTo(address, _session, callback) {
         if (options.refuseRecipient?.(address.address)) {
@@ -95,8 +101,9 @@ export async function startSmtpServer(
           raw += chunk;
         });
         stream.on('end', () => {
+          // Kept once the message is in, whether or not the client is still there to hear the 250.
           received.push({ to: session.envelope.rcptTo.map((rcpt) => rcpt.address), raw, ...decodeMail(raw) });
-          callback();
+          setTimeout(callback, options.scanDelayMs ?? 0);
         });
       },
     });

@@ -23,7 +23,9 @@ describe('security notices', () => {
       ['recovery_cancelled', 'by_sign_in', 'recovery_cancelled'],
       ['recovery_completed', 'succeeded', 'recovery_completed'],
     ];
-    for (const [type, outcome, kind] of mapping) assert.equal(noticeFor(type, outcome), kind, `${type}:${outcome}`);
+    for (const [type, outcome, kind] of mapping) {
+      assert.equal(noticeFor(type, outcome, { limit: 'user' }), kind, `${type}:${outcome}`);
+    }
     assert.deepEqual(
       [...new Set(mapping.map(([, , kind]) => kind))].sort(),
       [...NOTICE_KINDS].sort(),
@@ -43,6 +45,8 @@ describe('security notices', () => {
     ]) {
       assert.equal(noticeFor(type ?? '', outcome ?? ''), undefined, `${type}:${outcome}`);
     }
+    // A client address blocked is not the owner's news, whatever username it tried.
+    assert.equal(noticeFor('login', 'throttled', { limit: 'address' }), undefined);
   });
 
   test('times are written in UTC, in the words of the language', () => {

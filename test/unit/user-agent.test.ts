@@ -31,11 +31,11 @@ test('common browsers are named with their major version and system', () => {
   for (const [header, expected] of cases) assert.equal(describeUserAgent(header), expected);
 });
 
-test('anything else is its first product token, printable and short; none is undefined', () => {
-  assert.equal(describeUserAgent('curl/8.5.0'), 'curl/8.5.0');
-  assert.equal(describeUserAgent('node'), 'node');
-  assert.equal(describeUserAgent(`evil\r\nBcc: x@y.example ${'a'.repeat(100)}`), 'evilBcc:');
-  assert.equal(describeUserAgent('x'.repeat(200))?.length, 60);
+test('anything else is undefined: no word of the header reaches the notice unless it names a known browser', () => {
+  assert.equal(describeUserAgent('curl/8.5.0'), undefined);
+  assert.equal(describeUserAgent('https://acme-support.example/cancel-recovery?u=victim'), undefined);
+  assert.equal(describeUserAgent(`evil\r\nBcc: x@y.example ${'a'.repeat(100)}`), undefined);
+  assert.equal(describeUserAgent('Visit https://evil.example Firefox/121.0'), 'Firefox 121');
   assert.equal(describeUserAgent(''), undefined);
   assert.equal(describeUserAgent(undefined), undefined);
 });

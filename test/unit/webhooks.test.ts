@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { nextAttemptAt } from '../../src/webhooks/delivery-worker.js';
+import { nextAttemptAt } from '../../src/outbox/retry.js';
 import { addressRefusal } from '../../src/webhooks/destination-guard.js';
 import { WEBHOOK_EVENT_TYPES, webhookEventFor, webhookPayload } from '../../src/webhooks/outbox.js';
 import { createWebhookSecret, signWebhook } from '../../src/webhooks/signature.js';
