@@ -51,3 +51,27 @@ export async function claimDueRows<T extends LeasedTable, C extends keyof Select
     .execute();
   return { leaseId, rows: rows as Pick<Selectable<Database[T]>, C>[] };
 }
+
+/**
+ * Deletes at most `limit` rows of `table` that are done (not pending) and were made before
+ * `cutoff`, oldest first, on the index on `created_at`; returns how many. On PostgreSQL rows another
+ * transaction holds are passed by, so a clean-up never waits on (or deadlocks with) a worker.
+ */
+export async function deleteFinishedRowsBefore(
+  db: Executor,
+  table: LeasedTable,
+  cutoff: Date,
+  limit: number,
+): Promise<number> {
+  const any = db as unknown as Kysely<any>;
+  const from: string = table;
+  const oldest = any
+    .selectFrom(from)
+    .select('id')
+    .where('created_at', '<', cutoff.toISOString())
+    .where('status', '!=', 'pending')
+    .orderBy('created_at')
+    .limit(limit);
+  const result = await any.deleteFrom(from).where('id', 'in', skipLockedOnPostgres(db, oldest)).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

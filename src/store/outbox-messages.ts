@@ -1,5 +1,5 @@
-import { type Executor, type OutboxChannel, type OutboxMessageStatus, skipLockedOnPostgres } from './database.js';
-import { claimDueRows } from './leased-claims.js';
+import type { Executor, OutboxChannel, OutboxMessageStatus } from './database.js';
+import { claimDueRows, deleteFinishedRowsBefore } from './leased-claims.js';
 
 /** A message to put in the outbox; `held` claims it at once for its writer, who sends it itself. */
 export interface NewOutboxMessage {
@@ -132,17 +132,6 @@ export async function listUserMessages(db: Executor, userId: string): Promise<Ou
 }
 
 /** Deletes the messages done (sent or given up) before `cutoff`. */
-export async function deleteFinishedMessagesBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
-  const oldest = db
-    .selectFrom('outbox_message')
-    .select('id')
-    .where('created_at', '<', cutoff.toISOString())
-    .where('status', '!=', 'pending')
-    .orderBy('created_at')
-    .limit(limit);
-  const result = await db
-    .deleteFrom('outbox_message')
-    .where('id', 'in', skipLockedOnPostgres(db, oldest))
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+export function deleteFinishedMessagesBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  return deleteFinishedRowsBefore(db, 'outbox_message', cutoff, limit);
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type Executor, skipLockedOnPostgres, type WebhookDeliveryStatus } from './database.js';
-import { claimDueRows } from './leased-claims.js';
+import type { Executor, WebhookDeliveryStatus } from './database.js';
+import { claimDueRows, deleteFinishedRowsBefore } from './leased-claims.js';
 
 export interface WebhookEndpoint {
   id: string;
@@ -283,19 +283,8 @@ export async function listDeliveryAttempts(
  * Deletes at most `limit` of the deliveries done (succeeded or given up) of events made before
  * `cutoff`, oldest first, with their attempts; returns how many.
  */
-export async function deleteFinishedDeliveriesBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
-  const oldest = db
-    .selectFrom('webhook_delivery')
-    .select('id')
-    .where('created_at', '<', cutoff.toISOString())
-    .where('status', '!=', 'pending')
-    .orderBy('created_at')
-    .limit(limit);
-  const result = await db
-    .deleteFrom('webhook_delivery')
-    .where('id', 'in', skipLockedOnPostgres(db, oldest))
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+export function deleteFinishedDeliveriesBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  return deleteFinishedRowsBefore(db, 'webhook_delivery', cutoff, limit);
 }
 
 /** How many deliveries are not yet done, and when the oldest of them was made (undefined: none). */
