@@ -513,7 +513,7 @@ describe('routes and methods', () => {
       // Routes with a parameter: the router matches the path, not its text.
       ['GET', '/admin/webhooks/some-id', ['DELETE']],
       ['POST', '/admin/webhooks/some-id/deliveries', ['GET']],
-      ['GET', '/admin/users/some-id', ['DELETE']],
+      ['PUT', '/admin/users/some-id', ['GET', 'DELETE']],
       ['PUT', '/admin/clients/some-id', ['GET', 'PATCH']],
       ['GET', '/mfa/factors/some-id/', ['PATCH', 'DELETE']],
       ['POST', '/mfa/factors/some-id', ['PATCH', 'DELETE']],
