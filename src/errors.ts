@@ -39,6 +39,7 @@ export type ErrorCode =
   | 'email_address_rejected'
   | 'mail_unavailable'
   | 'mail_timeout'
+  | 'recovery_rate_limited'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'country_not_paused'

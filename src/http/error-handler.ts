@@ -46,6 +46,7 @@ const STATUS: Record<ErrorCode, number> = {
   email_address_rejected: 400,
   mail_unavailable: 502,
   mail_timeout: 504,
+  recovery_rate_limited: 429,
   sms_cooldown: 429,
   sms_rate_limited: 429,
   sms_country_paused: 429,

@@ -206,4 +206,19 @@ describe('mail through the outbox', () => {
       assert.deepEqual(smtp.mailTo(email), []);
     });
   });
+
+  test("a deleted user's waiting messages are deleted with them, never sent", async () => {
+    const smtp = await startSmtpServer({ mode: 'refuse' });
+    await withService(smtp, {}, async (service) => {
+      const email = 'deleted-user@mail.example';
+      const userId = await noticedUser(service, 'deleted-user', email);
+      assert.equal((await outboxOf(service, userId))[0]?.status, 'pending');
+      await expectStatus(service.call(`/admin/users/${userId}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+      assert.deepEqual(await outboxOf(service, userId), []);
+      smtp.startAccepting();
+      service.clock.advance(3600);
+      await sleep(1500);
+      assert.deepEqual(smtp.mailTo(email), []);
+    });
+  });
 });
