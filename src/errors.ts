@@ -42,6 +42,7 @@ export type ErrorCode =
   | 'mail_unavailable'
   | 'email_not_verified'
   | 'mail_timeout'
+  | 'recovery_rate_limited'
   // SMS delivery and its limits
   | 'sms_cooldown'
   | 'country_not_paused'

@@ -49,6 +49,7 @@ const STATUS: Record<ErrorCode, number> = {
   mail_unavailable: 502,
   mail_timeout: 504,
   email_not_verified: 409,
+  recovery_rate_limited: 429,
   sms_cooldown: 429,
   sms_rate_limited: 429,
   sms_country_paused: 429,

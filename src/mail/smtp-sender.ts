@@ -17,6 +17,8 @@ function domainOf(from: string): string {
 /** nodemailer's timeouts that come before anything of the message is sent: the setup's. */
 const SETUP_TIMEOUTS = new Set(['CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'UPGRADE_TIMEOUT']);
 
+const SOCKET_MARGIN_MS = 100;
+
 /** A send's steps: setup (connect, greeting, TLS), the envelope, the message, the final answer. */
 const STEPS = 4;
 
@@ -34,7 +36,9 @@ export function createSmtpSender({ url, from, timeoutMs }: SmtpSettings): MailSe
     url,
     connectionTimeout: timeoutMs,
     greetingTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
+    // A little longer than the setup's: a server silent before its greeting is told by the setup's
+    // own timeout (nothing sent), never by the socket's, which also runs from the connection.
+    socketTimeout: timeoutMs + SOCKET_MARGIN_MS,
     dnsTimeout: timeoutMs,
   });
   return {

@@ -30,6 +30,10 @@ export interface RecoveryRequestDeps {
   serviceName: string;
 }
 
+const DAY_MS = 86_400_000;
+/** How many recovery requests may start per user per UTC day (each texts every enrolled number). */
+const STARTS_PER_DAY = 3;
+
 /** A sign-in proved more than the password: it cancels a waiting recovery (CONTRACT §20). */
 export function provesSecondFactor(amr: readonly string[]): boolean {
   return amr.some((method) => method !== 'pwd');
@@ -66,6 +70,15 @@ export function createRecoveryRequests(deps: RecoveryRequestDeps) {
       const id = randomUUID();
       if (!(await tx.recoveryRequests.startRecoveryRequest({ id, userId: user.id, readyAt, createdAt: now }))) {
         return false;
+      }
+      // Each start texts every enrolled number, outside §15's enrolment budgets: so a few a day.
+      const day = new Date(Math.floor(now.getTime() / DAY_MS) * DAY_MS);
+      if (!(await tx.smsQuota.incrementCounter(`recovery-user:${user.id}`, day, STARTS_PER_DAY))) {
+        throw new ServiceError(
+          'recovery_rate_limited',
+          `this account has had ${STARTS_PER_DAY} recovery requests today; try again tomorrow`,
+          Math.ceil((day.getTime() + DAY_MS - now.getTime()) / 1000),
+        );
       }
       // The email notice and the webhook come with the audit event, in this transaction.
       const detail = { ready_at: readyAt.toISOString() };

@@ -43,19 +43,11 @@ const FROM_AUDIT: Record<string, NoticeKind> = {
 };
 
 /**
- * The notices of the owner's own changes (proved by a login of theirs), told in the language
- * their request preferred. The others may follow anyone's request (a password guessed, a recovery
- * asked with a stolen password): the service keeps no language per user, so they are in English.
+ * The notices that may follow anyone's request (a password guessed, a recovery asked with a stolen
+ * password): the service keeps no language per user, so they are in English. The others tell of
+ * the owner's own changes (proved by a login of theirs), in the language their request preferred.
  */
-const OWNERS_OWN = new Set<NoticeKind>([
-  'factor_added',
-  'factor_removed',
-  'mfa_disabled',
-  'backup_codes_created',
-  'backup_code_used',
-  'password_changed',
-  'recovery_cancelled',
-]);
+const SOMEONE_ELSES = new Set<NoticeKind>(['sign_in_throttled', 'recovery_started', 'recovery_completed']);
 
 /**
  * The notice an audit event is, or undefined when it is none. A block of a client address is no
@@ -110,7 +102,7 @@ export function createSecurityNotices({
       if (!(await tx.users.claimThrottleNotice(facts.userId, facts.occurredAt, since))) return;
     }
     // A request that may be someone else's does not choose the owner's language: English then.
-    const language = pickLanguage(OWNERS_OWN.has(kind) ? preferredLanguages(facts.context ?? {}) : []);
+    const language = pickLanguage(SOMEONE_ELSES.has(kind) ? [] : preferredLanguages(facts.context ?? {}));
     const unknown = translate(language, 'notice_unknown', {});
     const readyAt = facts.detail?.ready_at;
     const values = {

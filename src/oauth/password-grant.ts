@@ -38,9 +38,9 @@ export interface MfaTokenGrantRequest {
 
 type Challenge = Extract<LoginDecision, { challenge: unknown }>['challenge'];
 
-export type PasswordGrantResult =
-  | { tokens: TokenResponse; amr: string[]; factorType?: string }
-  | { mfaRequired: true; challenge: Challenge };
+/** A login's tokens and how it was proved. */
+export type PasswordGrantTokens = { tokens: TokenResponse; amr: string[]; factorType?: string };
+export type PasswordGrantResult = PasswordGrantTokens | { mfaRequired: true; challenge: Challenge };
 
 export interface PasswordGrantDeps {
   store: Store;
@@ -85,7 +85,7 @@ export function createPasswordGrant({
   const mfaTokenPruneDue = onceAnHour();
 
   /** Counts the answer in the metrics, whichever it is. */
-  async function counted(work: () => Promise<PasswordGrantResult>): Promise<PasswordGrantResult> {
+  async function counted<R extends PasswordGrantResult>(work: () => Promise<R>): Promise<R> {
     try {
       const result = await work();
       if ('tokens' in result) metrics.loginAnswered('tokens', result.amr, result.factorType);
@@ -189,7 +189,7 @@ export function createPasswordGrant({
   function grantAfterRecovery(
     request: { client: AuthenticatedClient; username: string; password: string },
     context: RequestContext,
-  ): Promise<PasswordGrantResult> {
+  ): Promise<PasswordGrantTokens> {
     return counted(async () => {
       const checked = await passwords.checkPassword(request.username, request.password, context);
       await recovery.completeRecovery(checked, context);
@@ -210,7 +210,7 @@ export function createPasswordGrant({
     decision: Extract<LoginDecision, { amr: unknown }>,
     context: RequestContext,
     flow: 'password' | 'passkey' = 'password',
-  ): Promise<PasswordGrantResult> {
+  ): Promise<PasswordGrantTokens> {
     const { user } = login;
     // A sign-in with a second factor cancels a waiting recovery (CONTRACT §20): before any token is issued.
     if (provesSecondFactor(decision.amr)) await recovery.cancelRecovery(user.id, 'by_sign_in', context);

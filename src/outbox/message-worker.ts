@@ -100,7 +100,7 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
         leaseId: message.leaseId,
         status: outcome === 'sent' ? 'sent' : outcome === 'failed' ? 'pending' : 'failed',
         dueAt: retryAt ?? now,
-        error: error ? (code ?? describe(error)) : undefined,
+        error: error ? (code ?? (error instanceof Error ? error.name : 'unknown')) : undefined,
       });
       if (!isRecorded) log.warn(facts, 'message attempt outlived its claim; another node has it');
     } catch (recordError) {
@@ -110,11 +110,6 @@ export function createMessageWorker(deps: MessageWorkerDeps) {
     if (outcome === 'sent') log.info(facts, 'message sent');
     else log.warn({ ...facts, next_attempt_at: retryAt?.toISOString() }, `message ${outcome}`);
     return { outcome, error };
-  }
-
-  function describe(error: unknown): string {
-    const code = (error as { code?: unknown }).code;
-    return typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown';
   }
 
   return {

@@ -27,16 +27,6 @@ export interface ClaimedMessage {
   leaseId: string;
 }
 
-/** What the outbox holds of one message, for the tests and the operators: never its text. */
-export interface OutboxMessageState {
-  id: string;
-  channel: OutboxChannel;
-  kind: string;
-  status: OutboxMessageStatus;
-  attempts: number;
-  lastError?: string;
-}
-
 /** Puts a message in the outbox; run it in the transaction of the change that causes it. */
 export async function insertOutboxMessage(db: Executor, message: NewOutboxMessage): Promise<void> {
   await db
@@ -110,25 +100,6 @@ export async function finishMessageAttempt(
     .returning('id')
     .executeTakeFirst();
   return row !== undefined;
-}
-
-/** The user's messages, oldest first (kinds and states, never the text). */
-export async function listUserMessages(db: Executor, userId: string): Promise<OutboxMessageState[]> {
-  const rows = await db
-    .selectFrom('outbox_message')
-    .select(['id', 'channel', 'kind', 'status', 'attempts', 'last_error'])
-    .where('user_id', '=', userId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return rows.map((row) => ({
-    id: row.id,
-    channel: row.channel,
-    kind: row.kind,
-    status: row.status,
-    attempts: row.attempts,
-    lastError: row.last_error ?? undefined,
-  }));
 }
 
 /** Deletes the messages done (sent or given up) before `cutoff`. */

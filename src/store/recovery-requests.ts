@@ -1,27 +1,19 @@
 import type { Executor, RecoveryState } from './database.js';
 
 export interface RecoveryRequest {
-  id: string;
   userId: string;
   state: RecoveryState;
   readyAt: Date;
-  createdAt: Date;
-  endedAt?: Date;
 }
 
 /** The user's latest recovery request, or undefined when they never asked. */
 export async function findRecoveryRequest(db: Executor, userId: string): Promise<RecoveryRequest | undefined> {
-  const row = await db.selectFrom('recovery_request').selectAll().where('user_id', '=', userId).executeTakeFirst();
-  return (
-    row && {
-      id: row.id,
-      userId: row.user_id,
-      state: row.state,
-      readyAt: new Date(row.ready_at),
-      createdAt: new Date(row.created_at),
-      endedAt: row.ended_at ? new Date(row.ended_at) : undefined,
-    }
-  );
+  const row = await db
+    .selectFrom('recovery_request')
+    .select(['user_id', 'state', 'ready_at'])
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return row && { userId: row.user_id, state: row.state, readyAt: new Date(row.ready_at) };
 }
 
 /**

@@ -162,9 +162,13 @@ export async function claimThrottleNotice(db: Executor, userId: string, now: Dat
   return row !== undefined;
 }
 
-/** Deletes the user and (by cascade) everything of theirs; false when there was none. */
+/**
+ * Deletes the user and (by cascade) everything of theirs, and their outbox messages (no notice
+ * waiting for them goes out after); false when there was none.
+ */
 export async function deleteUser(db: Executor, id: string): Promise<boolean> {
   if (id.includes('\0')) return false;
+  await db.deleteFrom('outbox_message').where('user_id', '=', id).execute();
   const row = await db.deleteFrom('user').where('id', '=', id).returning('mfa_enabled_at').executeTakeFirst();
   if (row?.mfa_enabled_at) await addToMfaEnabledCount(db, -1);
   return row !== undefined;

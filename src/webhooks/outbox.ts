@@ -33,6 +33,8 @@ const FROM_AUDIT: Record<string, WebhookEventType> = {
   'mfa_enabled:succeeded': 'mfa.enabled',
   'mfa_disabled:succeeded': 'mfa.disabled',
   'mfa_disabled:reset_by_operator': 'mfa.reset_by_operator',
+  // A completed recovery turns MFA off: receivers that track mfa.enabled / mfa.disabled see it go.
+  'mfa_disabled:recovered': 'mfa.disabled',
   'factor_added:succeeded': 'mfa.factor_added',
   'factor_removed:succeeded': 'mfa.factor_removed',
   'backup_codes_regenerated:succeeded': 'mfa.backup_codes_regenerated',

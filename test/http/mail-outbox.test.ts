@@ -38,6 +38,15 @@ async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolea
   }
 }
 
+/** The user's messages once the first is done (sent or given up). */
+function finished(service: Service, userId: string): Promise<OutboxRow[]> {
+  return eventually(
+    () => outboxOf(service, userId),
+    ([row]) => row?.status !== 'pending',
+    'the message is done',
+  );
+}
+
 async function withService(
   smtp: SmtpTestServer,
   env: Record<string, string>,
@@ -150,11 +159,7 @@ describe('mail through the outbox', () => {
     await withService(smtp, { SMTP_TIMEOUT_MS: '1000' }, async (service) => {
       const email = 'slow-relay@mail.example';
       const userId = await noticedUser(service, 'slow-relay', email);
-      const [sent] = await eventually(
-        () => outboxOf(service, userId),
-        ([row]) => row?.status !== 'pending',
-        'the notice is sent',
-      );
+      const [sent] = await finished(service, userId);
       assert.deepEqual([sent?.status, sent?.attempts], ['sent', 1]);
       service.clock.advance(120);
       await sleep(1500);
@@ -167,11 +172,7 @@ describe('mail through the outbox', () => {
     await withService(smtp, { SMTP_TIMEOUT_MS: '1000' }, async (service) => {
       const email = 'silent-after-data@mail.example';
       const userId = await noticedUser(service, 'silent-after-data', email);
-      const [done] = await eventually(
-        () => outboxOf(service, userId),
-        ([row]) => row?.status !== 'pending',
-        'the attempt is recorded',
-      );
+      const [done] = await finished(service, userId);
       assert.deepEqual([done?.status, done?.last_error, done?.sealed_message], ['failed', 'mail_timeout', '']);
       for (let step = 0; step < 3; step += 1) {
         service.clock.advance(600);
@@ -197,12 +198,23 @@ describe('mail through the outbox', () => {
       await service.execute(sql`update outbox_message set expires_at = ${expiresAt} where user_id = ${userId}`);
       smtp.startAccepting();
       service.clock.advance(6);
-      const [given] = await eventually(
-        () => outboxOf(service, userId),
-        ([row]) => row?.status !== 'pending',
-        'the message is given up',
-      );
+      const [given] = await finished(service, userId);
       assert.deepEqual([given?.status, given?.last_error, given?.sealed_message], ['failed', 'expired', '']);
+      assert.deepEqual(smtp.mailTo(email), []);
+    });
+  });
+
+  test("a deleted user's waiting messages are deleted with them, never sent", async () => {
+    const smtp = await startSmtpServer({ mode: 'refuse' });
+    await withService(smtp, {}, async (service) => {
+      const email = 'deleted-user@mail.example';
+      const userId = await noticedUser(service, 'deleted-user', email);
+      assert.equal((await outboxOf(service, userId))[0]?.status, 'pending');
+      await expectStatus(service.call(`/admin/users/${userId}`, { method: 'DELETE', token: ADMIN_TOKEN }), 204);
+      assert.deepEqual(await outboxOf(service, userId), []);
+      smtp.startAccepting();
+      service.clock.advance(3600);
+      await sleep(1500);
       assert.deepEqual(smtp.mailTo(email), []);
     });
   });

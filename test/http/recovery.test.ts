@@ -39,7 +39,7 @@ before(async () => {
       token: ADMIN_TOKEN,
       body: {
         url: `${receiver.url}/recovery`,
-        events: ['mfa.recovery_started', 'mfa.recovery_cancelled', 'mfa.recovery_completed'],
+        events: ['mfa.recovery_started', 'mfa.recovery_cancelled', 'mfa.recovery_completed', 'mfa.disabled'],
       },
     }),
     201,
@@ -155,6 +155,27 @@ describe('asking for recovery', () => {
     assert.match(sms?.body ?? '', /someone asked to recover your account/);
   });
 
+  test('at most 3 requests start per account per day, as each texts every enrolled number: then 429 recovery_rate_limited', async () => {
+    const user = await smsUser('asked-often');
+    const { access_token } = await signInWithSms(user);
+    const sentBefore = service.twilio.messages.length;
+    for (let round = 0; round < 3; round += 1) {
+      await expectStatus(ask(user.username), 202);
+      await expectStatus(service.call('/mfa/recovery-request/', { method: 'DELETE', token: access_token }), 204);
+    }
+    const refused = await ask(user.username);
+    assert.equal(refused.status, 429);
+    assert.equal(((await refused.json()) as { error: string }).error, 'recovery_rate_limited');
+    assert.ok(Number(refused.headers.get('retry-after')) > 0);
+    assert.equal((await stateOf(access_token)).state, 'cancelled', 'nothing started');
+    const texts = () => service.twilio.messages.slice(sentBefore).filter((message) => message.to === `+${user.phone}`);
+    await eventually(() => texts().length === 3);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.equal(texts().length, 3, 'three recovery SMS, not four');
+    service.clock.advance(86_400);
+    await expectStatus(ask(user.username), 202);
+  });
+
   test("a wrong password is the password grant's 400 invalid_grant, in the same throttle", async () => {
     const user = await smsUser('guessing');
     for (let attempt = 0; attempt < 5; attempt += 1) {
@@ -221,7 +242,8 @@ describe('completing it', () => {
     const types = (await eventsOf(user.userId)).map((event) => `${event.type}:${event.outcome}`);
     assert.ok(types.includes('recovery_completed:succeeded'));
     assert.ok(types.includes('mfa_disabled:recovered'));
-    assert.ok(!webhooksAbout(user.userId).includes('mfa.disabled'));
+    // Receivers that track MFA on and off see it go off.
+    await eventually(() => webhooksAbout(user.userId).includes('mfa.disabled'));
   });
 
   test('without a request, complete is 409 no_recovery_request', async () => {
