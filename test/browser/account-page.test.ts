@@ -516,7 +516,9 @@ describe('the account page in Chromium (CONTRACT §17)', () => {
 
   test('confirming it is you by SMS names the phone the account page knows', async () => {
     service.clock.advance(601);
-    await button(page, 'Create new backup codes').click();
+    // The count of codes left is itself a sensitive read: a view refreshed after the clock moved
+    // no longer knows it, and offers "Create backup codes".
+    await button(page, /^Create (new )?backup codes$/).click();
     await page.getByRole('heading', { name: 'Confirm it is you' }).waitFor();
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
