@@ -131,13 +131,15 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
     } catch (error) {
       if (!(error instanceof Refused)) throw error;
       const noted = await store.throttle.noteRefusal(error.scope, now, inFlightSince());
-      if (noted?.isBusy) return { busyScope: error.scope };
-      const waitMs = (noted?.blockedUntil.getTime() ?? now.getTime()) - now.getTime();
+      // Neither busy nor blocked: the attempts in flight that took the last free one were settled
+      // between the two reads (right ones give it back). Not a failure: ask again.
+      if (!noted || noted.isBusy) return { busyScope: error.scope };
+      const waitMs = noted.blockedUntil.getTime() - now.getTime();
       return {
         isAllowed: false,
         retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)),
         refusedScope: error.scope,
-        isFirstRefusal: noted?.isFirstRefusal ?? false,
+        isFirstRefusal: noted.isFirstRefusal,
       };
     }
   }
