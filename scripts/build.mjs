@@ -102,6 +102,7 @@ async function buildPage(page, outdir) {
   html = html.replace(/^[ \t]*<!-- include ([\w-]+\.html) -->\n/gm, (_line, name) =>
     readFileSync(join('web/shared', name), 'utf8'),
   );
+  html = withEnglishTexts(html, page);
   for (const [placeholder, value] of Object.entries(replacements)) html = html.replaceAll(placeholder, value);
   const unfilled = /%[A-Z_]+%/.exec(html)?.[0];
   if (unfilled) throw new Error(`web/${page}/index.html names ${unfilled}, which the build does not fill`);
@@ -109,6 +110,38 @@ async function buildPage(page, outdir) {
   for (const file of readdirSync(assets)) {
     if (!['.js', '.css', '.svg'].includes(extname(file))) throw new Error(`unexpected ${page} page asset ${file}`);
   }
+}
+
+/**
+ * The page's HTML with the English text of each element that names one (data-i18n="key", written
+ * empty) and of each attribute it names (data-i18n-attrs="attr:key"), from the shared catalogue and
+ * the page's area's (web/<area>/locales/en.json): the first paint needs no script. The script then
+ * shows the page in its person's language (web/shared/i18n.ts). An unknown key fails the build.
+ */
+function withEnglishTexts(html, page) {
+  const area = page.split('/')[0];
+  const catalogues = ['web/shared/locales/en.json', `web/${area}/locales/en.json`].filter((file) => existsSync(file));
+  const english = Object.assign({}, ...catalogues.map((file) => JSON.parse(readFileSync(file, 'utf8'))));
+  const textOf = (key) => {
+    const text = key.split('.').reduce((found, part) => found?.[part], english);
+    if (typeof text !== 'string')
+      throw new Error(`web/${page}/index.html names ${key}, which ${catalogues.join(' and ')} lack`);
+    return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+  };
+  const named = html.match(/\sdata-i18n="/g)?.length ?? 0;
+  let filled = 0;
+  html = html.replace(/<(\w+)([^>]*\sdata-i18n="([^"]+)"[^>]*)><\/\1>/g, (_element, tag, attributes, key) => {
+    filled += 1;
+    return `<${tag}${attributes}>${textOf(key)}</${tag}>`;
+  });
+  if (filled !== named) throw new Error(`web/${page}/index.html: an element with data-i18n must be written empty`);
+  return html.replace(/\sdata-i18n-attrs="([^"]+)"/g, (whole, pairs) => {
+    const attributes = pairs.split(/\s+/).map((pair) => {
+      const [attribute, key] = pair.split(':');
+      return ` ${attribute}="${textOf(key)}"`;
+    });
+    return whole + attributes.join('');
+  });
 }
 
 function hashOf(content, algorithm, encoding) {
