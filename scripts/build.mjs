@@ -90,7 +90,9 @@ async function buildPage(page, outdir) {
   writeFileSync(join(assets, iconName), icon);
   const script = named['main.ts'];
   const style = named['style.css'];
+  const catalogues = writeCatalogues(page, assets);
   const replacements = {
+    '%CATALOGUES%': catalogues,
     '%SCRIPT%': `assets/${basename(script)}`,
     '%SCRIPT_INTEGRITY%': `sha384-${hashOf(readFileSync(script), 'sha384', 'base64')}`,
     '%STYLE%': `assets/${basename(style)}`,
@@ -108,8 +110,37 @@ async function buildPage(page, outdir) {
   if (unfilled) throw new Error(`web/${page}/index.html names ${unfilled}, which the build does not fill`);
   writeFileSync(join(outdir, 'index.html'), html);
   for (const file of readdirSync(assets)) {
-    if (!['.js', '.css', '.svg'].includes(extname(file))) throw new Error(`unexpected ${page} page asset ${file}`);
+    if (!['.js', '.css', '.svg', '.json'].includes(extname(file)))
+      throw new Error(`unexpected ${page} page asset ${file}`);
   }
+}
+
+/** The catalogues of a page's area (and the shared ones) in `language`, merged: one file a page fetches. */
+function cataloguesOf(page, language) {
+  const area = page.split('/')[0];
+  const files = ['web/shared/locales', `web/${area}/locales`].map((folder) => join(folder, `${language}.json`));
+  return Object.assign(
+    {},
+    ...files.filter((file) => existsSync(file)).map((file) => JSON.parse(readFileSync(file, 'utf8'))),
+  );
+}
+
+/**
+ * Writes the page's catalogue in each language but English (which its script carries) into its
+ * assets, named by hash, and answers what <meta name="catalogues"> lists: "de path integrity, …".
+ */
+function writeCatalogues(page, assets) {
+  const languages = readdirSync('web/shared/locales')
+    .map((file) => basename(file, '.json'))
+    .filter((language) => language !== 'en');
+  return languages
+    .map((language) => {
+      const body = JSON.stringify(cataloguesOf(page, language));
+      const name = `${language}-${hashOf(body, 'sha256', 'hex').slice(0, 8)}.json`;
+      writeFileSync(join(assets, name), body);
+      return `${language} assets/${name} sha384-${hashOf(body, 'sha384', 'base64')}`;
+    })
+    .join(', ');
 }
 
 /**

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import i18next from 'i18next';
 import { LANGUAGES as SERVICE_LANGUAGES } from '../../src/i18n/messages.js';
+import { type Catalogue, translate } from '../../web/shared/translate.js';
 
 // CONTRACT §22: the pages ship the service's languages, each catalogue with every key of the English
 // one and the same placeholders, and every text a page names exists.
@@ -94,5 +96,42 @@ describe('page catalogues', () => {
       for (const key of named) if (key && !english.has(key)) missing.push(`${file}: ${key}`);
     }
     assert.deepEqual(missing, []);
+  });
+
+  test('the pages look texts up as i18next would: plural forms, placeholders, English when missing', () => {
+    for (const area of AREAS) {
+      const english = JSON.parse(readFileSync(join('web', area, 'locales', 'en.json'), 'utf8')) as Catalogue;
+      for (const language of LANGUAGES) {
+        const catalogue = JSON.parse(
+          readFileSync(join('web', area, 'locales', `${language}.json`), 'utf8'),
+        ) as Catalogue;
+        const reference = i18next.createInstance();
+        void reference.init({
+          lng: language,
+          fallbackLng: 'en',
+          initAsync: false,
+          showSupportNotice: false,
+          interpolation: { escapeValue: false },
+          resources: { en: { translation: english }, [language]: { translation: catalogue } },
+        });
+        for (const key of new Set([...catalogueOf(area, 'en').keys()].map(baseKey))) {
+          for (const count of [0, 1, 2, 5, 21, 1.5]) {
+            const values = { count, name: 'N', service: 'S', client: 'C', seconds: 7, ending: '2671' };
+            assert.equal(
+              translate(language, catalogue, english, key, values),
+              reference.t(key, values),
+              `${language} ${key} ${count}`,
+            );
+          }
+        }
+      }
+    }
+    const english: Catalogue = {
+      shared: { hello: 'Hello {{name}}', left_one: '{{count}} left', left_other: '{{count}} left in all' },
+    };
+    assert.equal(translate('de', { shared: {} }, english, 'shared.hello', { name: 'Ada' }), 'Hello Ada');
+    assert.equal(translate('en', undefined, english, 'shared.left', { count: 1 }), '1 left');
+    assert.equal(translate('en', undefined, english, 'shared.left', { count: 3 }), '3 left in all');
+    assert.equal(translate('en', undefined, english, 'shared.unknown'), 'shared.unknown');
   });
 });

@@ -1,21 +1,15 @@
 // The pages' texts in the languages of their users (CONTRACT §22). Each area's catalogues are JSON
 // files, one per language, in web/<area>/locales/ (web/shared/locales/ for what several pages
 // show), nested under one top-level key per area; English is the reference every other catalogue has
-// every key of (test/unit/page-languages.test.ts). i18next picks plural forms by the CLDR rules of
-// each language. An element of the HTML names its text with data-i18n="key" (the build writes the
+// every key of (test/unit/page-languages.test.ts). web/shared/translate.ts looks texts up, plural
+// forms by the CLDR rules of each language. An element of the HTML names its text with data-i18n="key" (the build writes the
 // English text in, for the first paint) and its attributes with data-i18n-attrs="attr:key attr:key".
-import i18next from 'i18next';
-import de from './locales/de.json' with { type: 'json' };
 import en from './locales/en.json' with { type: 'json' };
-import es from './locales/es.json' with { type: 'json' };
-import fr from './locales/fr.json' with { type: 'json' };
-import pt from './locales/pt.json' with { type: 'json' };
+import { type Catalogue, translate } from './translate.js';
 
 /** The languages shipped, as src/i18n/messages.ts ships them for SMS and mail. */
 export const LANGUAGES = ['en', 'de', 'fr', 'es', 'pt'] as const;
 export type Language = (typeof LANGUAGES)[number];
-/** One area's catalogues: every shipped language's texts. */
-export type Catalogues = Record<Language, Record<string, unknown>>;
 
 /** The languages' own names, for a choice of language (each in itself). */
 export const LANGUAGE_NAMES: Record<Language, string> = {
@@ -26,35 +20,29 @@ export const LANGUAGE_NAMES: Record<Language, string> = {
   pt: 'Português',
 };
 
-const i18n = i18next.createInstance();
-void i18n.init({
-  lng: 'en',
-  fallbackLng: 'en',
-  initAsync: false,
-  showSupportNotice: false,
-  resources: {},
-  // Texts are set as textContent or attribute values, never parsed as HTML: nothing to escape.
-  interpolation: { escapeValue: false },
-});
-addCatalogues({ en, de, fr, es, pt });
-
+/**
+ * The page's texts by language. English is in the script (the shared texts here, the page's own
+ * added by its main.ts); another language is fetched once it is chosen, from the file the build
+ * made of the shared and the page's catalogues (named in <meta name="catalogues">), so that a page
+ * carries one language, not five.
+ */
+const catalogues: Partial<Record<Language, Catalogue>> = { en: { ...en } };
+let language: Language = 'en';
 const changeListeners: (() => void)[] = [];
 
-/** Makes an area's texts known (a page adds its own beside the shared ones, before it starts). */
-export function addCatalogues(catalogues: Catalogues): void {
-  for (const language of LANGUAGES) {
-    i18n.addResourceBundle(language, 'translation', catalogues[language], true, false);
-  }
+/** Adds the page's own English texts (web/<area>/locales/en.json) to the shared ones, before it starts. */
+export function addEnglish(catalogue: Catalogue): void {
+  Object.assign(catalogues.en as Catalogue, catalogue);
 }
 
 /** The text `key` in the page's language, with its values (`count` chooses the plural form). */
 export function t(key: string, values?: Record<string, string | number>): string {
-  return i18n.t(key, values ?? {});
+  return translate(language, catalogues[language], catalogues.en as Catalogue, key, values);
 }
 
 /** The page's language now. */
 export function currentLanguage(): Language {
-  return i18n.language as Language;
+  return language;
 }
 
 /**
@@ -73,16 +61,36 @@ export function pickLanguage(preferences: readonly string[]): Language {
 /**
  * Shows the page in the first shipped language of `preferences` (the browser's own languages when
  * none are given): the document's lang, every data-i18n text, and whatever the page drew itself
- * (its listeners, see onLanguageChange). Returns the language chosen.
+ * (its listeners, see onLanguageChange). Returns the language shown: English when the chosen
+ * language's catalogue could not be fetched.
  */
-export function useLanguage(preferences: readonly string[] = navigator.languages): Language {
-  const language = pickLanguage(preferences);
-  const changed = language !== i18n.language;
-  void i18n.changeLanguage(language);
-  document.documentElement.lang = language;
+export async function useLanguage(preferences: readonly string[] = navigator.languages): Promise<Language> {
+  const wanted = pickLanguage(preferences);
+  if (!catalogues[wanted]) catalogues[wanted] = await fetchCatalogue(wanted);
+  const shown = catalogues[wanted] ? wanted : 'en';
+  const changed = shown !== language;
+  language = shown;
+  document.documentElement.lang = shown;
   translateWithin(document);
   if (changed) for (const listener of changeListeners) listener();
-  return language;
+  return shown;
+}
+
+/** The catalogue the build made for this page in `wanted`, checked against its hash; undefined if it cannot be had. */
+async function fetchCatalogue(wanted: Language): Promise<Catalogue | undefined> {
+  const listed = document.querySelector<HTMLMetaElement>('meta[name="catalogues"]')?.content ?? '';
+  const entry = listed
+    .split(',')
+    .map((item) => item.trim().split(/\s+/))
+    .find(([code]) => code === wanted);
+  if (!entry) return undefined;
+  const [, path = '', integrity = ''] = entry;
+  try {
+    const response = await fetch(new URL(path, location.href), { integrity });
+    return response.ok ? ((await response.json()) as Catalogue) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `listener` runs each time the language changes, to redraw the texts a page made itself. */
