@@ -22,6 +22,7 @@ import { deviceRoutes } from './http/routes/devices.js';
 import { emailRoutes } from './http/routes/email.js';
 import { emailFactorRoutes } from './http/routes/email-factor.js';
 import { inviteRoutes } from './http/routes/invites.js';
+import { languageRoutes } from './http/routes/language.js';
 import { mfaRoutes } from './http/routes/mfa.js';
 import { oauthRoutes, REVOCATION_PATH, TOKEN_PATH } from './http/routes/oauth.js';
 import { DISCOVERY_PATHS, JWKS_PATH, oauthMetadataRoutes } from './http/routes/oauth-metadata.js';
@@ -35,7 +36,7 @@ import { recoveryRequestRoutes } from './http/routes/recovery-requests.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
 import { webauthnRoutes } from './http/routes/webauthn.js';
-import { pickLanguage, preferredLanguages, translate } from './i18n/messages.js';
+import { translate } from './i18n/messages.js';
 import { createAttemptLimiter } from './limits/attempt-limiter.js';
 import { createRememberedDevices } from './logins/remembered-devices.js';
 import { createSessions } from './logins/sessions.js';
@@ -88,6 +89,7 @@ import type { Tracing } from './tracing.js';
 import { createAccounts } from './users/accounts.js';
 import { createEmails } from './users/emails.js';
 import { createInviteRedemption, createInvites } from './users/invites.js';
+import { createUserLanguages } from './users/languages.js';
 import { createPasswordReset } from './users/password-reset.js';
 import { createPasswords } from './users/passwords.js';
 import { createDeliveryWorker } from './webhooks/delivery-worker.js';
@@ -199,15 +201,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     clock,
     codeKey,
     limits: config.smsLimits,
-    smsText: (code, context) =>
-      translate(pickLanguage(preferredLanguages(context)), 'sms_code', {
+    smsText: (code, language) =>
+      translate(language, 'sms_code', {
         service: config.serviceName,
         code,
         count: config.smsLimits.codeTtlSeconds / 60,
       }),
     mail,
-    emailText: (code, context) => {
-      const language = pickLanguage(preferredLanguages(context));
+    emailText: (code, language) => {
       const values = { service: config.serviceName, code, count: config.smsLimits.codeTtlSeconds / 60 };
       return {
         subject: translate(language, 'email_factor_code_subject', values),
@@ -502,6 +503,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   recoveryRequestRoutes(app, { recovery, passwordGrant, clients, requireAccessToken });
   passwordRoutes(app, { passwords: passwordChanges, reset: passwordReset, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
+  languageRoutes(app, { languages: createUserLanguages({ store }), requireAccessToken });
   emailFactorRoutes(app, { emailFactor, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
   operatorViewRoutes(app, { store, clock, countries, userThrottles, requireAdmin });

@@ -1,4 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { LANGUAGES } from '../i18n/messages.js';
 import type { MfaStatus as MfaStatusRecord } from '../mfa/enrolment.js';
 import { FACTOR_NAME_PATTERN, FACTOR_TYPES, toFactorType } from '../mfa/factors/factor.js';
 import { type PasskeyDetails, passkeyDetails } from '../mfa/factors/webauthn.js';
@@ -232,6 +233,29 @@ export const EmailRequestBody = Type.Object({ email: Email });
 export const EmailVerifyBody = Type.Object({
   mfa_code: Type.String({ pattern: '^[0-9]{6}$', description: 'the 6 digits mailed to the address, as a string' }),
 });
+
+const LANGUAGE_CHOICE = `one of ${LANGUAGES.join(', ')} (ISO 639-1), or null to follow the browser`;
+
+/** CONTRACT §22: the user's stored language (null: the browser's), and the languages shipped. */
+export const LanguageState = Type.Object({
+  language: Type.Union([Type.String({ enum: [...LANGUAGES] }), Type.Null()], {
+    description: 'the language the service writes to the user in; null: the browser’s (Accept-Language)',
+  }),
+  languages: Type.Array(Type.String(), { description: 'the languages shipped, by ISO 639-1 code' }),
+});
+
+export const LanguageBody = Type.Object(
+  {
+    language: Type.Union(
+      [
+        Type.String({ enum: [...LANGUAGES], description: LANGUAGE_CHOICE }),
+        Type.Null({ description: LANGUAGE_CHOICE }),
+      ],
+      { description: LANGUAGE_CHOICE },
+    ),
+  },
+  { additionalProperties: false },
+);
 
 /** CONTRACT §20: recovery when every factor is lost, asked and completed with the password alone. */
 export const RecoveryRequestBody = Type.Object({
@@ -475,6 +499,9 @@ export const UserDetail = Type.Object({
   ...UserSummaryFields,
   locked_until: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
     description: 'while wrong passwords or second-factor guesses hold the user’s sign-ins back: until when',
+  }),
+  language: Type.Union([Type.String(), Type.Null()], {
+    description: 'the user’s stored language (ISO 639-1); null: they follow the browser (CONTRACT §22)',
   }),
   factors: Type.Array(
     Type.Object({
@@ -769,6 +796,15 @@ export const SignInDescription = Type.Object({
   csrf_token: Type.String(),
   login_hint: Type.Optional(Type.String()),
   ui_locales: Type.Optional(Type.String()),
+  language: Type.String({
+    enum: [...LANGUAGES],
+    description:
+      'the language the server chose for the page (CONTRACT §22): ui_locales, else the signed-in user’s stored language, else Accept-Language',
+  }),
 });
 
-export const UserInfo = Type.Object({ sub: Type.String(), preferred_username: Type.String() });
+export const UserInfo = Type.Object({
+  sub: Type.String(),
+  preferred_username: Type.String(),
+  locale: Type.Optional(Type.String({ description: 'the user’s stored language (BCP 47), with the profile scope' })),
+});

@@ -14,6 +14,11 @@ import pt from './locales/pt.json' with { type: 'json' };
 export const CATALOGUES = { en, de, fr, es, pt } as const;
 export type Language = keyof typeof CATALOGUES;
 export const LANGUAGES = Object.keys(CATALOGUES) as Language[];
+/** True for the code of a shipped language. */
+export function isLanguage(code: unknown): code is Language {
+  return typeof code === 'string' && Object.hasOwn(CATALOGUES, code);
+}
+
 /** A message's key: a plural's forms (`x_one`, `x_other`) are asked for as `x`, with a count. */
 type BaseKey<Key> = Key extends `${infer Base}_${'one' | 'other'}` ? Base : Key;
 export type MessageKey = BaseKey<keyof typeof en>;
@@ -55,7 +60,17 @@ export function acceptedLanguages(header: string | undefined): string[] {
   return new Negotiator({ headers: { 'accept-language': header } }).languages();
 }
 
-/** What a request prefers: its sign-in's ui_locales first, then its Accept-Language. */
-export function preferredLanguages(request: { uiLocales?: string; acceptLanguage?: string }): string[] {
-  return [...(request.uiLocales?.split(' ').filter(Boolean) ?? []), ...acceptedLanguages(request.acceptLanguage)];
+/**
+ * What a request prefers (CONTRACT §22): its sign-in's ui_locales first, then the user's stored
+ * language when there is one, then its Accept-Language.
+ */
+export function preferredLanguages(
+  request: { uiLocales?: string; acceptLanguage?: string },
+  stored?: string | null,
+): string[] {
+  return [
+    ...(request.uiLocales?.split(' ').filter(Boolean) ?? []),
+    ...(stored ? [stored] : []),
+    ...acceptedLanguages(request.acceptLanguage),
+  ];
 }

@@ -5,12 +5,14 @@ import { type Clock, onceAnHour } from '../clock.js';
 import type { SmsLimits } from '../config.js';
 import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import type { Language } from '../i18n/messages.js';
 import { type MailSender, MailTimeout, maskEmail } from '../mail/mail-sender.js';
 import type { ServiceMetrics, SmsOutcome } from '../metrics/metrics.js';
 import type { SmsDelivery } from '../sms/failover.js';
 import { maskPhone } from '../sms/sms-sender.js';
 import { type CodePurpose, type EmailPurpose, isEmailPurpose, type SmsPurpose } from '../store/database.js';
 import type { Store } from '../store/store.js';
+import { languageFor } from '../users/languages.js';
 import { type CountryBudgets, type CountryCap, countryScope, historyStart, startOfHour } from './country-budgets.js';
 import { countryKeyOf, type PhoneNumber, rangeOf } from './phone-numbers.js';
 
@@ -30,12 +32,12 @@ export interface OneTimeCodeDeps {
   /** Keys the code hashes, so that the database alone cannot reveal a code. */
   codeKey: Buffer;
   limits: SmsLimits;
-  /** The SMS, in the language the request that causes it prefers (CONTRACT §22). */
-  smsText: (code: string, context: RequestContext) => string;
+  /** The SMS, in `language` (CONTRACT §22: the request's ui_locales, the user's, its Accept-Language). */
+  smsText: (code: string, language: Language) => string;
   /** Where codes by mail go (CONTRACT §20, email codes as a second factor). */
   mail: MailSender;
-  /** The mail of a code, in the language the request prefers. */
-  emailText: (code: string, context: RequestContext) => { subject: string; text: string };
+  /** The mail of a code, in `language`, chosen as the SMS's. */
+  emailText: (code: string, language: Language) => { subject: string; text: string };
   metrics: ServiceMetrics;
 }
 
@@ -122,9 +124,12 @@ export function createOneTimeCodes({
         purpose,
         destination: phone.digits,
         caps: capsFor(userId, phone, countryCap),
-        deliver: (code) =>
-          sms.deliver({ toE164: phone.e164, body: smsText(code, context) }, log, (attempt) =>
-            metrics.smsSent(purpose, phone.callingCode, attempt.outcome, attempt.provider, attempt.durationSeconds),
+        deliver: async (code) =>
+          sms.deliver(
+            { toE164: phone.e164, body: smsText(code, await languageFor(store, userId, context)) },
+            log,
+            (attempt) =>
+              metrics.smsSent(purpose, phone.callingCode, attempt.outcome, attempt.provider, attempt.durationSeconds),
           ),
         // CONTRACT §15: a provider that did not answer may still have delivered.
         isUnanswered: (error) => error instanceof ServiceError && error.code === 'sms_timeout',
@@ -180,7 +185,8 @@ export function createOneTimeCodes({
             reached: 'this address has had its hourly mail',
           },
         ],
-        deliver: (code) => mail.send({ to: email, ...emailText(code, context) }, context.log),
+        deliver: async (code) =>
+          mail.send({ to: email, ...emailText(code, await languageFor(store, userId, context)) }, context.log),
         isUnanswered: (error) => error instanceof MailTimeout,
         refuse: async (cap, retryAfterSeconds) =>
           new ServiceError(

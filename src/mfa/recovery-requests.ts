@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
-import { pickLanguage, translate } from '../i18n/messages.js';
+import { translate } from '../i18n/messages.js';
 import type { ServiceMetrics } from '../metrics/metrics.js';
 import type { PasswordCheck } from '../oauth/password-check.js';
 import type { MessageOutbox } from '../outbox/message-outbox.js';
 import type { RecoveryState } from '../store/database.js';
 import type { Store } from '../store/store.js';
 import type { StoredUser } from '../store/users.js';
+import { ownersLanguage } from '../users/languages.js';
 import type { MfaRemoval } from './mfa-removal.js';
 
 /** What GET /mfa/recovery-request/ shows: `none` (and no `readyAt`) when the user never asked. */
@@ -64,8 +65,9 @@ export function createRecoveryRequests(deps: RecoveryRequestDeps) {
     }
     const now = clock.now();
     const readyAt = new Date(now.getTime() + delaySeconds * 1000);
-    // Told to the owner, whoever asked: not in the asker's language (as security-notices.ts does).
-    const language = pickLanguage([]);
+    // Told to the owner, whoever asked: in the owner's stored language, never the asker's (as
+    // security-notices.ts does).
+    const language = await ownersLanguage(store, user.id);
     const isStarted = await store.transaction(async (tx) => {
       const id = randomUUID();
       if (!(await tx.recoveryRequests.startRecoveryRequest({ id, userId: user.id, readyAt, createdAt: now }))) {

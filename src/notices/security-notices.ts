@@ -1,7 +1,8 @@
 import type { RequestContext } from '../audit/audit-trail.js';
-import { type Language, pickLanguage, preferredLanguages, translate } from '../i18n/messages.js';
+import { type Language, translate } from '../i18n/messages.js';
 import type { MessageOutbox } from '../outbox/message-outbox.js';
 import type { Store } from '../store/store.js';
+import { languageFor, ownersLanguage } from '../users/languages.js';
 import { describeUserAgent } from './user-agent.js';
 
 /** CONTRACT §20: what a user is told of, by email, when they have a verified address. */
@@ -44,8 +45,9 @@ const FROM_AUDIT: Record<string, NoticeKind> = {
 
 /**
  * The notices that may follow anyone's request (a password guessed, a recovery asked with a stolen
- * password): the service keeps no language per user, so they are in English. The others tell of
- * the owner's own changes (proved by a login of theirs), in the language their request preferred.
+ * password): the asker must not choose the words the owner reads, so they are in the owner's
+ * stored language, else English. The others tell of the owner's own changes (proved by a login of
+ * theirs), in the language of that request (CONTRACT §22: ui_locales, the stored one, Accept-Language).
  */
 const SOMEONE_ELSES = new Set<NoticeKind>(['sign_in_throttled', 'recovery_started', 'recovery_completed']);
 
@@ -78,7 +80,7 @@ export function formatTime(language: Language, at: Date): string {
 /**
  * Security notices (CONTRACT §20): a mail saying what happened, when, from which address and
  * browser, and what to do if it was not them, in the language of the owner's request that caused
- * it (English when the request may be someone else's).
+ * it (the owner's stored language, else English, when the request may be someone else's).
  * Never a code or a secret: the texts have no place for one.
  */
 export function createSecurityNotices({
@@ -101,8 +103,9 @@ export function createSecurityNotices({
       const since = new Date(facts.occurredAt.getTime() - THROTTLE_NOTICE_EVERY_MS);
       if (!(await tx.users.claimThrottleNotice(facts.userId, facts.occurredAt, since))) return;
     }
-    // A request that may be someone else's does not choose the owner's language: English then.
-    const language = pickLanguage(SOMEONE_ELSES.has(kind) ? [] : preferredLanguages(facts.context ?? {}));
+    const language = SOMEONE_ELSES.has(kind)
+      ? await ownersLanguage(tx, facts.userId)
+      : await languageFor(tx, facts.userId, facts.context ?? {});
     const unknown = translate(language, 'notice_unknown', {});
     const readyAt = facts.detail?.ready_at;
     const values = {

@@ -3,6 +3,7 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash, randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import { pickLanguage, preferredLanguages } from '../i18n/messages.js';
 import type { NewDevice, RememberedDevices } from '../logins/remembered-devices.js';
 import type { SignInSession, SignInSessions } from '../logins/sign-in-sessions.js';
 import { type Acr, acrOf, type LoginProof, meetsAcr } from '../logins/step-up.js';
@@ -190,17 +191,27 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     return session;
   }
 
-  /** What the hosted page shows when it opens: the app's name, the CSRF token and the current step. */
-  async function describe(id: string, browser: Browser) {
+  /**
+   * What the hosted page shows when it opens: the app's name, the CSRF token, the current step, and
+   * its language (CONTRACT §22): the request's ui_locales, else the stored language of the user
+   * this browser has proved to be (this sign-in's, or its sign-in session's), else the
+   * Accept-Language of `context`. Never a login_hint's user's: whether a name has a stored
+   * language would tell anyone that the account exists.
+   */
+  async function describe(id: string, browser: Browser, context: Pick<RequestContext, 'acceptLanguage'>) {
     const signIn = await load(id, browser);
     const step =
       signIn.proof && signIn.user ? nextStep(signIn.proof, signIn.user, signIn.request, signIn.client) : undefined;
+    const knownUserId = signIn.user?.id ?? (await signInSessions.findLive(browser.sessionSecret))?.userId;
+    const stored = knownUserId === undefined ? undefined : await store.users.findUserLanguage(knownUserId);
+    const preferences = preferredLanguages({ ...context, uiLocales: signIn.request.uiLocales }, stored);
     return {
       serviceName: deps.serviceName,
       clientName: signIn.client.name,
       csrfToken: csrfTokenOf(id, browser.browserSecret ?? ''),
       loginHint: signIn.request.loginHint,
       uiLocales: signIn.request.uiLocales,
+      language: pickLanguage(preferences),
       // A step that needs a challenge (an SMS, passkey options) is asked for by the page itself.
       answer: await answerFor(signIn, step, undefined),
     };

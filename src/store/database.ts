@@ -41,6 +41,8 @@ export interface UserTable {
   email_verified_at: IsoTime | null;
   /** When the owner was last told that sign-ins were throttled (at most once a day); null before. */
   throttle_noticed_at: IsoTime | null;
+  /** CONTRACT §22: the language the user chose for the service's texts (ISO 639-1); null: the browser's. */
+  language: string | null;
 }
 
 export interface OAuthClientTable {

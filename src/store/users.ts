@@ -146,6 +146,27 @@ export async function setPasswordHash(db: Executor, userId: string, passwordHash
 }
 
 /**
+ * The user's stored language (CONTRACT §22): a code, null when they follow the browser, undefined
+ * when there is no such user.
+ */
+export async function findUserLanguage(db: Executor, userId: string): Promise<string | null | undefined> {
+  if (userId.includes('\0')) return undefined; // as in findUserByUsername
+  const row = await db.selectFrom('user').select('language').where('id', '=', userId).executeTakeFirst();
+  return row?.language;
+}
+
+/** Stores the user's language (null: follow the browser); false when there is no such user. */
+export async function setUserLanguage(db: Executor, userId: string, language: string | null): Promise<boolean> {
+  const row = await db
+    .updateTable('user')
+    .set({ language })
+    .where('id', '=', userId)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
  * Claims the user's throttle notice at `now`: true when none was claimed since `since`. One
  * conditional update, so that of racing blocks one tells the owner.
  */

@@ -4,12 +4,13 @@ import type { Clock } from '../clock.js';
 import type { SmsLimits } from '../config.js';
 import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
-import { pickLanguage, preferredLanguages, translate } from '../i18n/messages.js';
+import { translate } from '../i18n/messages.js';
 import type { LoginProof, StepUp } from '../logins/step-up.js';
 import { MailTimeout, maskEmail } from '../mail/mail-sender.js';
 import type { MessageOutbox } from '../outbox/message-outbox.js';
 import type { MessageWorker } from '../outbox/message-worker.js';
 import type { Store } from '../store/store.js';
+import { languageFor } from './languages.js';
 
 /** What GET /mfa/email/ shows: the address that counts, else the one waiting for its code, else none. */
 export interface EmailState {
@@ -87,8 +88,8 @@ export function createEmails({
     ];
     const code = randomDigits(6);
     const id = randomUUID();
-    // CONTRACT §22: in the language the request prefers (Accept-Language), as an SMS is.
-    const language = pickLanguage(preferredLanguages(context));
+    // CONTRACT §22: ui_locales, the user's stored language, Accept-Language, as for an SMS.
+    const language = await languageFor(store, userId, context);
     const mail = {
       to: email,
       subject: translate(language, 'email_code_subject', { service: serviceName, code }),

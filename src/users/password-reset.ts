@@ -4,13 +4,14 @@ import type { Clock } from '../clock.js';
 import { hashPassword } from '../crypto/passwords.js';
 import { keyedHash, randomToken } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
-import { pickLanguage, preferredLanguages, translate } from '../i18n/messages.js';
+import { translate } from '../i18n/messages.js';
 import type { Sessions } from '../logins/sessions.js';
 import { maskEmail } from '../mail/mail-sender.js';
 import { startOfHour } from '../mfa/country-budgets.js';
 import type { MessageOutbox } from '../outbox/message-outbox.js';
 import type { Store } from '../store/store.js';
 import { foldUsername, NO_PASSWORD_HASH } from './accounts.js';
+import { languageFor } from './languages.js';
 import { requireAcceptablePassword } from './password-policy.js';
 
 /** CONTRACT §20: a reset link lives 30 minutes. */
@@ -94,7 +95,7 @@ export function createPasswordReset({
         continue;
       }
       const token = randomToken(32);
-      const language = pickLanguage(preferredLanguages(context));
+      const language = await languageFor(store, account.id, context);
       const values = {
         service: serviceName,
         username: account.username,

@@ -129,6 +129,14 @@ const PASSWORD_STATE = endpoint('GET', '/mfa/password/', 'access_token');
 const EMAIL_STATE = endpoint('GET', '/mfa/email/', 'access_token');
 const EMAIL_REQUEST = endpoint('PUT', '/mfa/email/request/', 'access_token', { body: 'json', fields: ['email'] });
 const EMAIL_VERIFY = endpoint('PUT', '/mfa/email/verify/', 'access_token', { body: 'json', fields: ['mfa_code'] });
+const LANGUAGE_STATE = endpoint('GET', '/mfa/language/', 'access_token');
+// {"language": null} is a generated body that passes: it stores what every fixture user has, so
+// nothing changes (the properties check that), and answers 200.
+const LANGUAGE_CHANGE = endpoint('PUT', '/mfa/language/', 'access_token', {
+  body: 'json',
+  fields: ['language'],
+  mayAnswer2xx: true,
+});
 // Recovery (CONTRACT §20): asked and completed with a password, which no generated body has.
 const RECOVERY_ASK = endpoint('POST', '/mfa/recovery-request/', 'none', {
   body: 'json',
@@ -231,6 +239,8 @@ const ENDPOINTS: readonly Endpoint[] = [
   EMAIL_STATE,
   EMAIL_REQUEST,
   EMAIL_VERIFY,
+  LANGUAGE_STATE,
+  LANGUAGE_CHANGE,
   RECOVERY_ASK,
   RECOVERY_COMPLETE,
   RECOVERY_STATE,
@@ -1342,6 +1352,7 @@ test('forged, spoiled and foreign Authorization headers get 401 with WWW-Authent
     'POST /admin/webhooks': () => jsonPayload({ url: 'https://hooks.example.com/forged' }),
     'PUT /mfa/totp/request/': () => jsonPayload({}),
     'PUT /mfa/webauthn/request/': () => jsonPayload({}),
+    'PUT /mfa/language/': () => jsonPayload({ language: 'de' }),
   };
   await runProperty(
     'forged authorization',

@@ -44,6 +44,7 @@ export function oauthMetadataRoutes(app: App, { issuer, keys }: { issuer: string
       'amr',
       'sid',
       'preferred_username',
+      'locale',
     ],
     prompt_values_supported: ['none', 'login'],
     token_endpoint_auth_methods_supported: [...authMethods, 'none'],

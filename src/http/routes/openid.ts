@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { keyedHash } from '../../crypto/secrets.js';
 import { ServiceError } from '../../errors.js';
+import { isLanguage } from '../../i18n/messages.js';
 import type { NewDevice } from '../../logins/remembered-devices.js';
 import type { SignInSessions } from '../../logins/sign-in-sessions.js';
 import type { LoginProof } from '../../logins/step-up.js';
@@ -163,7 +164,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     `${SIGN_IN_API}/`,
     { schema: { params: SignInIdParams, response: { 200: SignInDescription, ...errors } } },
     async (request, reply) => {
-      const described = await signIn.describe(request.params.id, cookies.read(request));
+      const described = await signIn.describe(request.params.id, cookies.read(request), contextOf(request));
       return {
         ...answer(reply, described.answer),
         service_name: described.serviceName,
@@ -171,6 +172,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
         csrf_token: described.csrfToken,
         ...(described.loginHint === undefined ? {} : { login_hint: described.loginHint }),
         ...(described.uiLocales === undefined ? {} : { ui_locales: described.uiLocales }),
+        language: described.language,
       };
     },
   );
@@ -317,7 +319,12 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     }
     const user = await deps.store.users.findUserById(principal.userId);
     if (!user) throw new ServiceError('invalid_token', 'the user of this access token no longer exists');
-    return { sub: user.id, preferred_username: user.username };
+    // OpenID Connect Core §5.1: `locale`, a profile claim, is the user's stored language (a BCP 47
+    // tag), left out while they follow the browser.
+    const stored = principal.scope.split(' ').includes('profile')
+      ? await deps.store.users.findUserLanguage(user.id)
+      : undefined;
+    return { sub: user.id, preferred_username: user.username, ...(isLanguage(stored) && { locale: stored }) };
   };
   const userinfoSchema = {
     schema: { response: { 200: UserInfo, 401: ErrorBody, 403: ErrorBody } },

@@ -1,5 +1,6 @@
 import type { Clock } from '../../clock.js';
 import { ServiceError } from '../../errors.js';
+import { isLanguage } from '../../i18n/messages.js';
 import type { UserThrottles } from '../../logins/user-throttles.js';
 import type { CountryBudgets } from '../../mfa/country-budgets.js';
 import type { Store } from '../../store/store.js';
@@ -77,15 +78,17 @@ export function operatorViewRoutes(
       const user = await getUser(request.params.id);
       const userId = user.id;
       const now = clock.now();
-      const [factors, logins, devices, lockedUntil] = await Promise.all([
+      const [factors, logins, devices, lockedUntil, language] = await Promise.all([
         store.factors.listFactors(userId),
         store.operatorViews.listLiveLogins(userId, now),
         store.rememberedDevices.listRememberedDevices(userId, now),
         userThrottles.lockedUntil(user),
+        store.users.findUserLanguage(userId),
       ]);
       return {
         ...toUserSummary(user),
         locked_until: isoOrNull(lockedUntil),
+        language: isLanguage(language) ? language : null,
         factors: factors
           .filter((factor) => factor.status === 'verified')
           .map((factor) => ({

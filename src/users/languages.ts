@@ -1,0 +1,66 @@
+import type { RequestContext } from '../audit/audit-trail.js';
+import { ServiceError } from '../errors.js';
+import { isLanguage, LANGUAGES, type Language, pickLanguage, preferredLanguages } from '../i18n/messages.js';
+import type { Store } from '../store/store.js';
+
+/** What GET and PUT /mfa/language/ answer: the stored language (null: the browser's) and the shipped ones. */
+export interface LanguageState {
+  language: Language | null;
+  languages: Language[];
+}
+
+/**
+ * CONTRACT §22: the language of a text that a request of the user's causes (an SMS or a mail with
+ * a code, a notice of their own change): the request's ui_locales, then the user's stored
+ * language, then the request's Accept-Language; English when none is shipped.
+ */
+export async function languageFor(
+  store: Store,
+  userId: string,
+  context: Pick<RequestContext, 'uiLocales' | 'acceptLanguage'>,
+): Promise<Language> {
+  return pickLanguage(preferredLanguages(context, await store.users.findUserLanguage(userId)));
+}
+
+/**
+ * The language of a text that may follow someone else's request (a sign-in throttled, a recovery
+ * asked with a stolen password): the owner's stored language, else English. The asker must not
+ * choose the words the owner reads.
+ */
+export async function ownersLanguage(store: Store, userId: string): Promise<Language> {
+  return pickLanguage([(await store.users.findUserLanguage(userId)) ?? 'en']);
+}
+
+/** The user's choice of language for the service's texts and pages (CONTRACT §22). */
+export function createUserLanguages({ store }: { store: Store }) {
+  /** The user's stored language; throws `invalid_token` when the user no longer exists. */
+  async function getLanguage(userId: string): Promise<LanguageState> {
+    const stored = await store.users.findUserLanguage(userId);
+    if (stored === undefined) throw gone();
+    // A language no longer shipped is as none: the browser's.
+    return { language: isLanguage(stored) ? stored : null, languages: [...LANGUAGES] };
+  }
+
+  /**
+   * Stores `language`, a shipped language's code, or null to follow the browser. Throws 400
+   * `invalid_request` naming the shipped ones for any other, `invalid_token` when the user is gone.
+   */
+  async function setLanguage(userId: string, language: string | null): Promise<LanguageState> {
+    if (language !== null && !isLanguage(language)) {
+      throw new ServiceError(
+        'invalid_request',
+        `language: expected one of ${LANGUAGES.join(', ')} (ISO 639-1), or null to follow the browser`,
+      );
+    }
+    if (!(await store.users.setUserLanguage(userId, language))) throw gone();
+    return { language, languages: [...LANGUAGES] };
+  }
+
+  return { getLanguage, setLanguage };
+}
+
+export type UserLanguages = ReturnType<typeof createUserLanguages>;
+
+function gone(): ServiceError {
+  return new ServiceError('invalid_token', 'the user of this access token no longer exists');
+}
