@@ -254,7 +254,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     codes,
     enrolment,
     audit,
-    clock,
     blockedLineTypes: config.smsLimits.blockedLineTypes,
   });
   const totp = createTotpFactor({
@@ -277,7 +276,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     settings: config.webauthn,
     challengeKey: deriveKey(hashSecret, 'passkey-sign-in-challenge'),
   });
-  const emailFactor = createEmailFactor({ store, codes, enrolment, audit, clock, isOffered: config.emailFactor });
+  const emailFactor = createEmailFactor({ store, codes, enrolment, audit, isOffered: config.emailFactor });
   const factors: SecondFactors = { sms, totp, webauthn, email: emailFactor };
   const loginChallenge = createLoginChallenge({ store, factors, backupCodes, guesses, audit, clock });
   const passwords = createPasswordCheck({ store, throttle, audit });

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
@@ -7,6 +8,7 @@ import type { Factor } from '../store/mfa-factors.js';
 import type { Store } from '../store/store.js';
 import { type FactorType, type SecondFactor, toFactorType } from './factors/factor.js';
 import type { MfaRemoval } from './mfa-removal.js';
+import { isUnanswered, type SendOutcome } from './one-time-codes.js';
 
 /** The seed's status object: MFA on, the default factor's type, the SMS number. */
 export interface MfaStatus {
@@ -49,6 +51,45 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
     if (isFull(verified, type)) throw tooMany(type);
     const mfaEnabledAt = verified.length > 0 ? await store.factors.findMfaEnabledAt(login.userId) : undefined;
     stepUp.judgeEnrolment(login, mfaEnabledAt);
+  }
+
+  /**
+   * Starts the enrolment of a factor proved by a code sent to it (SMS, email): `send` sends the
+   * code, and the pending factor of `type` is kept, replacing an earlier one, once it went out, or
+   * once the channel did not answer in time (the message may still arrive, and its code then
+   * enrols: CONTRACT §15). Throws `requireRoomFor`'s answers, 429 `sms_cooldown` or
+   * `email_cooldown` within the resend cooldown (nothing kept), or the channel's error.
+   */
+  async function startCodeEnrolment(
+    type: SecondFactor,
+    login: LoginProof,
+    pending: { name: string; phoneNumber?: string },
+    send: () => Promise<SendOutcome>,
+  ): Promise<MfaStatus> {
+    await requireRoomFor(type, login);
+    const keepPending = () =>
+      store.factors.replacePendingFactor({
+        id: randomUUID(),
+        userId: login.userId,
+        type: type.type,
+        createdAt: clock.now(),
+        ...pending,
+      });
+    const sent = await send().catch(async (error: unknown) => {
+      if (isUnanswered(error)) await keepPending();
+      throw error;
+    });
+    if (sent.outcome === 'cooldown') {
+      const [code, verb] =
+        type.type === 'email' ? (['email_cooldown', 'mailed'] as const) : (['sms_cooldown', 'sent'] as const);
+      throw new ServiceError(
+        code,
+        `a code was ${verb} moments ago; wait ${sent.retryAfterSeconds} s before asking again`,
+        sent.retryAfterSeconds,
+      );
+    }
+    await keepPending();
+    return getStatus(login.userId);
   }
 
   /**
@@ -155,7 +196,16 @@ export function createEnrolment({ store, sessions, removal, stepUp, audit, clock
     return factor;
   }
 
-  return { getStatus, listFactors, requireRoomFor, activate, updateFactor, removeFactor, disableMfa };
+  return {
+    getStatus,
+    listFactors,
+    requireRoomFor,
+    startCodeEnrolment,
+    activate,
+    updateFactor,
+    removeFactor,
+    disableMfa,
+  };
 }
 
 export type Enrolment = ReturnType<typeof createEnrolment>;

@@ -6,7 +6,7 @@ import type { SmsLimits } from '../config.js';
 import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { Language } from '../i18n/messages.js';
-import { type MailSender, MailTimeout, maskEmail } from '../mail/mail-sender.js';
+import { type MailSender, maskEmail } from '../mail/mail-sender.js';
 import type { ServiceMetrics, SmsOutcome } from '../metrics/metrics.js';
 import type { SmsDelivery } from '../sms/failover.js';
 import { maskPhone } from '../sms/sms-sender.js';
@@ -65,6 +65,14 @@ interface Sending {
   onCooldown(): void;
   log: BaseLogger;
   logged: Record<string, string>;
+}
+
+/**
+ * True for a send the channel did not answer in time (504 `sms_timeout`, `mail_timeout`): its
+ * message may still arrive (CONTRACT §15), so its code is kept and the cooldown and caps stay spent.
+ */
+export function isUnanswered(error: unknown): boolean {
+  return error instanceof ServiceError && (error.code === 'sms_timeout' || error.code === 'mail_timeout');
 }
 
 /** Thrown inside the caps transaction when a cap refuses the send, so that the transaction rolls back. */
@@ -131,8 +139,7 @@ export function createOneTimeCodes({
             (attempt) =>
               metrics.smsSent(purpose, phone.callingCode, attempt.outcome, attempt.provider, attempt.durationSeconds),
           ),
-        // CONTRACT §15: a provider that did not answer may still have delivered.
-        isUnanswered: (error) => error instanceof ServiceError && error.code === 'sms_timeout',
+        isUnanswered,
         async refuse(cap, retryAfterSeconds) {
           if (countryCap?.isPauseThreshold && cap.scope === countryScope(countryCap.country)) {
             count('suppressed_paused');
@@ -187,7 +194,7 @@ export function createOneTimeCodes({
         ],
         deliver: async (code) =>
           mail.send({ to: email, ...emailText(code, await languageFor(store, userId, context)) }, context.log),
-        isUnanswered: (error) => error instanceof MailTimeout,
+        isUnanswered,
         refuse: async (cap, retryAfterSeconds) =>
           new ServiceError(
             'email_rate_limited',

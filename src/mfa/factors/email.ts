@@ -1,13 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
-import type { Clock } from '../../clock.js';
 import { ServiceError } from '../../errors.js';
 import type { LoginProof } from '../../logins/step-up.js';
-import { MailTimeout } from '../../mail/mail-sender.js';
 import type { EmailPurpose } from '../../store/database.js';
 import type { Store } from '../../store/store.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
-import type { CodeCheck, OneTimeCodes, SendOutcome } from '../one-time-codes.js';
+import type { CodeCheck, OneTimeCodes } from '../one-time-codes.js';
 import type { SecondFactor } from './factor.js';
 
 export interface EmailFactorDeps {
@@ -15,7 +12,6 @@ export interface EmailFactorDeps {
   codes: OneTimeCodes;
   enrolment: Enrolment;
   audit: AuditTrail;
-  clock: Clock;
   /** EMAIL_FACTOR=on: new email factors may be added. Those added before it was turned off keep working. */
   isOffered: boolean;
 }
@@ -25,7 +21,7 @@ export interface EmailFactorDeps {
  * sent to the account's verified address. The factor holds no address of its own: codes go to the
  * address the account has when they are sent, and a code counts only while that is still its address.
  */
-export function createEmailFactor({ store, codes, enrolment, audit, clock, isOffered }: EmailFactorDeps) {
+export function createEmailFactor({ store, codes, enrolment, audit, isOffered }: EmailFactorDeps) {
   const factor: SecondFactor = {
     type: 'email',
     amr: 'email',
@@ -72,33 +68,10 @@ export function createEmailFactor({ store, codes, enrolment, audit, clock, isOff
         'this account has no verified email address to mail codes to: add one with PUT /mfa/email/request/ and PUT /mfa/email/verify/ first',
       );
     }
-    await enrolment.requireRoomFor(factor, login);
-    const keepPending = () =>
-      store.factors.replacePendingFactor({
-        id: randomUUID(),
-        userId: login.userId,
-        type: 'email',
-        name: 'Email',
-        createdAt: clock.now(),
-      });
-    const sent: SendOutcome = await codes
-      .sendEmailCode(login.userId, 'email_enrol', address, context)
-      .catch(async (error: unknown) => {
-        // Not answered in time: the mail may still arrive, and its code then adds the factor.
-        if (error instanceof MailTimeout) {
-          await keepPending();
-        }
-        throw error;
-      });
-    if (sent.outcome === 'cooldown') {
-      throw new ServiceError(
-        'email_cooldown',
-        `a code was mailed moments ago; wait ${sent.retryAfterSeconds} s before asking again`,
-        sent.retryAfterSeconds,
-      );
-    }
-    await keepPending();
-    return { ...(await enrolment.getStatus(login.userId)), email: address };
+    const status = await enrolment.startCodeEnrolment(factor, login, { name: 'Email' }, () =>
+      codes.sendEmailCode(login.userId, 'email_enrol', address, context),
+    );
+    return { ...status, email: address };
   }
 
   /** Verifies the pending email factor with the code mailed; throws `invalid_mfa_code` for a bad code. */

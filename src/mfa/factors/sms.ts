@@ -1,6 +1,4 @@
-import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
-import type { Clock } from '../../clock.js';
 import { ServiceError } from '../../errors.js';
 import type { LoginProof } from '../../logins/step-up.js';
 import type { Factor } from '../../store/mfa-factors.js';
@@ -15,13 +13,12 @@ export interface SmsFactorDeps {
   codes: OneTimeCodes;
   enrolment: Enrolment;
   audit: AuditTrail;
-  clock: Clock;
   /** CONTRACT §15: line types refused as enrolment destinations (SMS_BLOCKED_LINE_TYPES). */
   blockedLineTypes: readonly string[];
 }
 
 /** SMS codes: the seed's factor. Enrolment sends a code to the number; a login sends one to the verified number. */
-export function createSmsFactor({ store, codes, enrolment, audit, clock, blockedLineTypes }: SmsFactorDeps) {
+export function createSmsFactor({ store, codes, enrolment, audit, blockedLineTypes }: SmsFactorDeps) {
   const factor: SecondFactor = {
     type: 'sms',
     amr: 'sms',
@@ -61,30 +58,9 @@ export function createSmsFactor({ store, codes, enrolment, audit, clock, blocked
    */
   async function requestEnrolment(login: LoginProof, phoneDigits: string, context: RequestContext): Promise<MfaStatus> {
     const phone = parseSmsDestination(phoneDigits, blockedLineTypes);
-    await enrolment.requireRoomFor(factor, login);
-    const keepPending = () =>
-      store.factors.replacePendingFactor({
-        id: randomUUID(),
-        userId: login.userId,
-        type: 'sms',
-        name: 'SMS',
-        createdAt: clock.now(),
-        phoneNumber: phone.digits,
-      });
-    const sent = await codes.sendCode(login.userId, 'enrol', phone, context).catch(async (error: unknown) => {
-      // The message may still arrive (CONTRACT §15): its code then enrols the number.
-      if (error instanceof ServiceError && error.code === 'sms_timeout') await keepPending();
-      throw error;
-    });
-    if (sent.outcome === 'cooldown') {
-      throw new ServiceError(
-        'sms_cooldown',
-        `a code was sent moments ago; wait ${sent.retryAfterSeconds} s before asking again`,
-        sent.retryAfterSeconds,
-      );
-    }
-    await keepPending();
-    return enrolment.getStatus(login.userId);
+    return enrolment.startCodeEnrolment(factor, login, { name: 'SMS', phoneNumber: phone.digits }, () =>
+      codes.sendCode(login.userId, 'enrol', phone, context),
+    );
   }
 
   /** Verifies the pending SMS factor with the code sent to it; throws `invalid_mfa_code` for a bad code. */
