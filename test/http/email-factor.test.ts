@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import type * as client from 'openid-client';
+import { createMailUser } from '../support/mail-users.js';
 import {
   authorizationRequest,
   configOf,
@@ -40,17 +41,8 @@ after(async () => {
 });
 
 /** A user whose address an operator gave (verified), or none. */
-async function newUser(options: { email?: boolean } = {}) {
-  const username = nextName('mailer');
-  const email = `${username}@mail.example`;
-  await expectStatus(
-    service.call('/admin/users', {
-      method: 'POST',
-      token: ADMIN_TOKEN,
-      body: { username, password: PASSWORD, ...(options.email !== false && { email }) },
-    }),
-    201,
-  );
+async function newUser(options: { email?: false } = {}) {
+  const { username, email } = await createMailUser(service, nextName('mailer'), PASSWORD, options);
   return { username, email, token: await service.accessToken(username, PASSWORD) };
 }
 

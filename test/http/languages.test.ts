@@ -4,6 +4,7 @@
 // English, never in the asker's.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { createMailUser } from '../support/mail-users.js';
 import {
   authorizationRequest,
   configOf,
@@ -86,13 +87,8 @@ describe('the language of an SMS', () => {
 
 /** A user with an operator-given (so verified) address and a password-only token. */
 async function userWithAddress(prefix: string) {
-  const username = nextName(prefix);
-  const email = `${username}@mail.example`;
-  const { id: userId } = await expectStatus(
-    service.call('/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD, email } }),
-    201,
-  );
-  return { userId, username, email, token: await service.accessToken(username, PASSWORD) };
+  const user = await createMailUser(service, nextName(prefix), PASSWORD);
+  return { ...user, token: await service.accessToken(user.username, PASSWORD) };
 }
 
 const getLanguage = (token: string) => service.call('/mfa/language/', { token });

@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+import { createMailUserWithSms } from '../support/mail-users.js';
+import { ADMIN_TOKEN, expectStatus, type Service, startService } from '../support/service.js';
 import { type SmtpTestServer, startSmtpServer } from '../support/smtp-server.js';
 
 // CONTRACT §16 and §20: mail goes through an outbox. The message is written with the change that
@@ -70,12 +71,7 @@ async function requestCode(service: Service, username: string, email: string) {
 
 /** A user with a verified address who adds a factor: a `factor_added` notice goes in the outbox. */
 async function noticedUser(service: Service, username: string, email: string): Promise<string> {
-  const created = await expectStatus(
-    service.call('/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD, email } }),
-    201,
-  );
-  await service.enrolSms(await service.accessToken(username, PASSWORD), nextPhone());
-  return (created as { id: string }).id;
+  return (await createMailUserWithSms(service, username, PASSWORD, { email })).userId;
 }
 
 describe('mail through the outbox', () => {

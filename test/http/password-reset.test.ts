@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { createMailUser } from '../support/mail-users.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 import { type ReceivedMail, type SmtpTestServer, startSmtpServer, textOf } from '../support/smtp-server.js';
 
@@ -27,16 +28,8 @@ after(async () => {
 
 let userCount = 0;
 /** A user whose address an operator gave (so it counts as verified). */
-async function newUser(options: { email?: boolean } = {}) {
-  const username = `reset-${++userCount}`;
-  const email = `${username}@mail.example`;
-  const response = await service.call('/admin/users', {
-    method: 'POST',
-    token: ADMIN_TOKEN,
-    body: { username, password: PASSWORD, ...(options.email !== false && { email }) },
-  });
-  const { id } = await expectStatus(Promise.resolve(response), 201);
-  return { userId: id as string, username, email };
+function newUser(options: { email?: false } = {}) {
+  return createMailUser(service, `reset-${++userCount}`, PASSWORD, options);
 }
 
 function askReset(body: Record<string, unknown>, on: Service = service) {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type * as client from 'openid-client';
+import { createMailUserWithSms } from '../support/mail-users.js';
 import {
   authorizationRequest,
   configOf,
@@ -59,17 +60,8 @@ interface SmsUser {
 }
 
 /** A user with a verified address (given by an operator) and SMS as the second factor. */
-async function smsUser(prefix = 'lost'): Promise<SmsUser> {
-  const username = nextName(prefix);
-  const email = `${username}@mail.example`;
-  const { id: userId } = await expectStatus(
-    service.call('/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD, email } }),
-    201,
-  );
-  const phone = nextPhone();
-  await service.enrolSms(await service.accessToken(username, PASSWORD), phone);
-  service.clock.advance(31);
-  return { userId, username, email, phone };
+function smsUser(prefix = 'lost'): Promise<SmsUser> {
+  return createMailUserWithSms(service, nextName(prefix), PASSWORD);
 }
 
 /** Signs in with the password and the SMS code: a sign-in with a second factor. */

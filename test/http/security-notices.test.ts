@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import * as OTPAuth from 'otpauth';
-import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+import { createMailUserWithSms } from '../support/mail-users.js';
+import { expectStatus, nextPhone, type Service, startService } from '../support/service.js';
 import { type SmtpTestServer, startSmtpServer } from '../support/smtp-server.js';
 
 // CONTRACT §20, security notices over HTTP: each change to an account with a verified address is
@@ -26,24 +27,8 @@ after(async () => {
 
 let userCount = 0;
 /** A user whose address an operator gave (so it counts at once), with SMS as the second factor. */
-async function userWithSms(prefix: string, headers: Record<string, string> = {}) {
-  const username = `${prefix}-${++userCount}`;
-  const email = `${username}@mail.example`;
-  const phone = nextPhone();
-  const { id: userId } = await expectStatus(
-    service.call('/admin/users', { method: 'POST', token: ADMIN_TOKEN, body: { username, password: PASSWORD, email } }),
-    201,
-  );
-  const token = await service.accessToken(username, PASSWORD);
-  const body = { phone_number: phone };
-  await expectStatus(service.call('/mfa/sms/request/', { method: 'PUT', token, body, headers }), 200);
-  const code = service.twilio.lastCodeFor(`+${phone}`);
-  await expectStatus(
-    service.call('/mfa/sms/verify/', { method: 'PUT', token, body: { mfa_code: code }, headers }),
-    200,
-  );
-  service.clock.advance(31);
-  return { userId, username, email, phone, smsCode: code };
+function userWithSms(prefix: string, headers: Record<string, string> = {}) {
+  return createMailUserWithSms(service, `${prefix}-${++userCount}`, PASSWORD, { headers });
 }
 
 /** A fresh login with the SMS code: what sensitive calls ask for. */
