@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Executor } from './database.js';
+import { countAttempt, markUsed } from './one-time-codes.js';
 
 /** The user's address as it stands: `verifiedAt` undefined while it is not proved. */
 export interface UserEmail {
@@ -123,32 +124,13 @@ export async function findEmailCode(db: Executor, userId: string): Promise<Email
 }
 
 /** Counts one attempt at the code and returns its number; undefined once spent, replaced or out of attempts. */
-export async function countEmailCodeAttempt(
-  db: Executor,
-  id: string,
-  maxAttempts: number,
-): Promise<number | undefined> {
-  const row = await db
-    .updateTable('email_code')
-    .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
-    .where('id', '=', id)
-    .where('attempts', '<', maxAttempts)
-    .where('used_at', 'is', null)
-    .returning('attempts')
-    .executeTakeFirst();
-  return row?.attempts;
+export function countEmailCodeAttempt(db: Executor, id: string, maxAttempts: number): Promise<number | undefined> {
+  return countAttempt(db, id, maxAttempts, 'email_code');
 }
 
 /** Marks the code used. Returns false when a concurrent request used it first. */
-export async function markEmailCodeUsed(db: Executor, id: string, now: Date): Promise<boolean> {
-  const row = await db
-    .updateTable('email_code')
-    .set({ used_at: now.toISOString() })
-    .where('id', '=', id)
-    .where('used_at', 'is', null) // the guard that makes it single-use
-    .returning('id')
-    .executeTakeFirst();
-  return row !== undefined;
+export function markEmailCodeUsed(db: Executor, id: string, now: Date): Promise<boolean> {
+  return markUsed(db, id, now, 'email_code');
 }
 
 /** Deletes the code `id` (its mail was refused: nothing was sent, so the cooldown is given back). */

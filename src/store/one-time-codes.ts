@@ -60,13 +60,25 @@ export async function findCode(db: Executor, userId: string, purpose: CodePurpos
 }
 
 /**
+ * The tables of codes spent once, whose rows share `id`, `attempts` and `used_at`: one_time_code
+ * (SMS codes, email codes as a factor) and email_code (the code that proves an address).
+ */
+export type CodeTable = 'one_time_code' | 'email_code';
+
+/**
  * Counts one attempt at the code in a single conditional update and returns its number. Returns
  * undefined when the code is spent, replaced, or has had its `maxAttempts` already (a racing
  * attempt may have taken the last).
  */
-export async function countAttempt(db: Executor, id: string, maxAttempts: number): Promise<number | undefined> {
+export async function countAttempt(
+  db: Executor,
+  id: string,
+  maxAttempts: number,
+  table: CodeTable = 'one_time_code',
+): Promise<number | undefined> {
+  // Typed as one of the two: the columns this statement names are alike in both.
   const row = await db
-    .updateTable('one_time_code')
+    .updateTable(table as 'one_time_code')
     .set((eb) => ({ attempts: eb('attempts', '+', 1) }))
     .where('id', '=', id)
     .where('attempts', '<', maxAttempts)
@@ -77,9 +89,14 @@ export async function countAttempt(db: Executor, id: string, maxAttempts: number
 }
 
 /** Marks the code used. Returns false when a concurrent request used it first. */
-export async function markUsed(db: Executor, id: string, now: Date): Promise<boolean> {
+export async function markUsed(
+  db: Executor,
+  id: string,
+  now: Date,
+  table: CodeTable = 'one_time_code',
+): Promise<boolean> {
   const row = await db
-    .updateTable('one_time_code')
+    .updateTable(table as 'one_time_code')
     .set({ used_at: now.toISOString() })
     .where('id', '=', id)
     .where('used_at', 'is', null) // the guard that makes it single-use
