@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import * as client from 'openid-client';
+import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/service.js';
@@ -21,6 +22,8 @@ let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
 let service: Service;
 let browser: Browser;
 let config: client.Configuration;
+/** An app that requires a second factor (mfa_policy required), with a long name. */
+let payrollConfig: client.Configuration;
 const pageErrors: string[] = [];
 
 before(async () => {
@@ -32,18 +35,23 @@ before(async () => {
   });
   await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
   CALLBACK = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}/callback`;
+  config = await registerApp({ name: 'Acme web' });
+  payrollConfig = await registerApp({ name: 'Lohnbuchhaltung', mfa_policy: 'required' });
+});
+
+async function registerApp(body: Record<string, unknown>): Promise<client.Configuration> {
   const registered = await expectStatus(
     service.call('/admin/clients', {
       method: 'POST',
       token: ADMIN_TOKEN,
-      body: { name: 'Acme web', redirect_uris: [CALLBACK] },
+      body: { redirect_uris: [CALLBACK], ...body },
     }),
     201,
   );
-  config = await client.discovery(new URL(stack.origin), registered.client_id, registered.client_secret, undefined, {
+  return client.discovery(new URL(stack.origin), registered.client_id, registered.client_secret, undefined, {
     execute: [client.allowInsecureRequests],
   });
-});
+}
 
 after(async () => {
   await browser?.close();
@@ -68,10 +76,10 @@ async function userWithSmsAndBackupCodes(username: string) {
 }
 
 /** The app sends `page` to sign in (openid-client builds the request); answers what lands back at the app. */
-async function startAt(page: Page, extra: Record<string, string> = {}) {
+async function startAt(page: Page, extra: Record<string, string> = {}, app = config) {
   const verifier = client.randomPKCECodeVerifier();
   const state = client.randomState();
-  const url = client.buildAuthorizationUrl(config, {
+  const url = client.buildAuthorizationUrl(app, {
     redirect_uri: CALLBACK,
     scope: 'openid',
     code_challenge: await client.calculatePKCECodeChallenge(verifier),
@@ -89,7 +97,7 @@ async function startAt(page: Page, extra: Record<string, string> = {}) {
     description: description.then((response) => response.json() as Promise<Record<string, unknown>>),
     async back() {
       await page.waitForURL((current) => current.toString().startsWith(CALLBACK));
-      return client.authorizationCodeGrant(config, new URL(page.url()), {
+      return client.authorizationCodeGrant(app, new URL(page.url()), {
         pkceCodeVerifier: verifier,
         expectedState: state,
       });
@@ -168,6 +176,41 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await context.close();
   });
 
+  test('German: an app that requires a second factor takes a person through adding an authenticator app, then the backup codes', async () => {
+    await service.createUser('heinz', PASSWORD);
+    const { context, page } = await pageIn('de-DE');
+    const signIn = await startAt(page, { ui_locales: 'de' }, payrollConfig);
+    await page.getByLabel('Benutzername').fill('heinz');
+    await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill(PASSWORD);
+    await button(page, 'Weiter').click();
+    await page.getByRole('heading', { name: 'Einen Weg der Bestätigung hinzufügen' }).waitFor();
+    await page.getByText('Lohnbuchhaltung verlangt die Anmeldung in zwei Schritten.').waitFor();
+    assert.equal(await page.title(), 'Einen Weg der Bestätigung hinzufügen · MFA');
+    await button(page, 'Authenticator-App hinzufügen').click();
+    assert.equal(await page.locator('#totp-name').inputValue(), 'Authenticator-App');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Scannen Sie den Code mit Ihrer App' }).waitFor();
+    await page.locator('#totp-qr svg').waitFor();
+    await page.getByRole('link', { name: 'Auf diesem Telefon? Schlüssel in Ihrer Authenticator-App öffnen' }).waitFor();
+    await screenshots(page, 'hosted-add-factor-de');
+    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s/g, '');
+    const added = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    await page
+      .getByLabel('Der 6-stellige Code, den die App anzeigt')
+      .fill(added.generate({ timestamp: service.clock.now().getTime() }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Ihre neuen Backup-Codes' }).waitFor();
+    await page
+      .getByText('Authenticator-App hinzugefügt. Bei der Anmeldung können Sie jetzt die Codes der App verwenden.')
+      .waitFor();
+    await page.getByText(/^Für heinz bei localhost:\d+, erstellt am \d{4}-\d\d-\d\d\.$/).waitFor();
+    await screenshots(page, 'hosted-backup-codes-de');
+    await button(page, 'Gespeichert, weiter zu Lohnbuchhaltung').click();
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
+    await context.close();
+  });
+
   test('French from the browser alone (fr-FR, no ui_locales): the steps, a wrong code, one backup code left', async () => {
     const { phone, backupCodes } = await userWithSmsAndBackupCodes('fleur');
     // Nine of the ten spent first, so that the page says one is left (the singular).
@@ -194,7 +237,7 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await button(page, 'Utiliser un code de secours').click();
     await page.getByLabel('Code de secours (12 chiffres)').fill(backupCodes[0] ?? '');
     await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'Vous vous êtes connecté avec un code de secours' }).waitFor();
+    await page.getByRole('heading', { name: 'Vous avez utilisé un code de secours pour vous connecter' }).waitFor();
     await page
       .getByText('Il reste 1 code de secours. Créez bientôt un nouveau jeu sur la page de votre compte.')
       .waitFor();
