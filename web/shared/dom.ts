@@ -158,15 +158,30 @@ export function timeAgo(when: Date, now = new Date()): string {
 
 /**
  * The texts a page wrote from its catalogue (with values only the script knows): each is written
- * again when the page's language changes. Keyed by element, so the newest text of each wins.
+ * again when the page's language changes, unless something else wrote over it since. Keyed by
+ * element, so the newest text of each wins.
  */
-const drawnTexts = new Map<HTMLElement, () => string>();
+const drawnTexts = new Map<HTMLElement, { text: () => string; shown: string }>();
 /** The document's title, as drawnTexts holds the elements' texts. */
-let drawnTitle: (() => string) | undefined;
+let drawnTitle: { text: () => string; shown: string } | undefined;
 
 onLanguageChange(() => {
-  for (const [element, text] of drawnTexts) element.textContent = text();
-  if (drawnTitle) document.title = drawnTitle();
+  for (const [element, drawn] of drawnTexts) {
+    // translateWithin has just set a data-i18n element's own text: what the script drew wins again.
+    const isOwn = element.textContent === drawn.shown || element.hasAttribute('data-i18n');
+    if (!isOwn) {
+      drawnTexts.delete(element);
+      continue;
+    }
+    drawn.shown = drawn.text();
+    element.textContent = drawn.shown;
+  }
+  if (drawnTitle) {
+    if (document.title === drawnTitle.shown || document.querySelector('title[data-i18n]')) {
+      drawnTitle.shown = drawnTitle.text();
+      document.title = drawnTitle.shown;
+    } else drawnTitle = undefined;
+  }
 });
 
 /**
@@ -174,19 +189,17 @@ onLanguageChange(() => {
  * called again when the language changes; a plain string is written once and stays.
  */
 export function setText(element: HTMLElement, text: string | (() => string)): void {
-  if (typeof text === 'string') {
-    drawnTexts.delete(element);
-    element.textContent = text;
-    return;
-  }
-  drawnTexts.set(element, text);
-  element.textContent = text();
+  const shown = typeof text === 'string' ? text : text();
+  if (typeof text === 'string') drawnTexts.delete(element);
+  else drawnTexts.set(element, { text, shown });
+  element.textContent = shown;
 }
 
 /** Sets the document's title as setText sets an element's text. */
 export function setTitle(text: string | (() => string)): void {
-  drawnTitle = typeof text === 'string' ? undefined : text;
-  document.title = typeof text === 'string' ? text : text();
+  const shown = typeof text === 'string' ? text : text();
+  drawnTitle = typeof text === 'string' ? undefined : { text, shown };
+  document.title = shown;
 }
 
 /**
