@@ -519,6 +519,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     void whileBusy(forgotForm, async () => {
       try {
         await askForResetLink(serviceBase, name);
+        // The same words whether or not an account matched.
         say(t('reset.linkAsked'), forgotForm);
       } catch (error) {
         warn(describeError(error, 'other'), forgotName);
