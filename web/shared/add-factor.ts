@@ -9,7 +9,8 @@ import {
 import { generate } from 'lean-qr';
 import { toSvg } from 'lean-qr/extras/svg';
 import { ApiError } from './api-error.js';
-import { byId, closeOnEscape, digitsOf, el, formattedPhone, grouped } from './dom.js';
+import { byId, closeOnEscape, countDown, digitsOf, el, formattedPhone, grouped, setText } from './dom.js';
+import { t } from './i18n.js';
 import type { EnrolmentStep } from './messages.js';
 import { about, announce, clearNotices, say, warn } from './notices.js';
 import type { FactorType } from './sign-in.js';
@@ -48,8 +49,8 @@ export function createFactorAdding(host: FactorAddingHost) {
   let totpSecret = '';
   /** The button that opened the add form on screen, to give focus back to. */
   let opener: HTMLButtonElement | undefined;
-  /** Counts down the SMS resend cooldown on the "Send a new code" button. */
-  let cooldownTimer: ReturnType<typeof setInterval> | undefined;
+  /** Ends the countdown of the resend cooldown on a "Send a new code" button. */
+  let endCountdown: (() => void) | undefined;
 
   function closeForms() {
     byId('add-buttons').hidden = false;
@@ -75,23 +76,17 @@ export function createFactorAdding(host: FactorAddingHost) {
   /** "Send a new code (21 s)", disabled, until the service's cooldown is over: information, not an error. */
   function coolDown(resend: HTMLButtonElement, seconds: number) {
     endCooldown();
-    let left = Math.ceil(seconds);
-    const tick = () => {
-      if (left <= 0) return endCooldown();
-      resend.disabled = true;
-      resend.textContent = `Send a new code (${left} s)`;
-      left -= 1;
-    };
-    tick();
-    cooldownTimer = setInterval(tick, 1000);
+    endCountdown = countDown(resend, seconds, (left) =>
+      left === undefined ? t('codes.resend') : t('codes.resendIn', { seconds: left }),
+    );
   }
 
   function endCooldown() {
-    clearInterval(cooldownTimer);
-    cooldownTimer = undefined;
+    endCountdown?.();
+    endCountdown = undefined;
     for (const resend of resendButtons) {
       resend.disabled = false;
-      resend.textContent = 'Send a new code';
+      setText(resend, () => t('codes.resend'));
     }
   }
 
@@ -124,7 +119,7 @@ export function createFactorAdding(host: FactorAddingHost) {
   function nameFrom(input: HTMLInputElement, fallback: string): string | undefined {
     const name = input.value.trim() || fallback;
     if (FACTOR_NAME.test(name)) return name;
-    warn('A name has 1 to 64 characters.', input);
+    warn(t('factors.nameLength'), input);
     input.focus();
     return undefined;
   }
@@ -132,10 +127,10 @@ export function createFactorAdding(host: FactorAddingHost) {
   addButtons.webauthn.addEventListener('click', () => open(forms.passkey, addButtons.webauthn));
   forms.passkey.addEventListener('submit', (event) => {
     event.preventDefault();
-    const name = nameFrom(byId<HTMLInputElement>('passkey-name'), 'Passkey');
+    const name = nameFrom(byId<HTMLInputElement>('passkey-name'), t('factors.passkey.defaultName'));
     if (!name) return;
     if (!browserSupportsWebAuthn()) {
-      warn('This browser cannot make passkeys.', forms.passkey);
+      warn(t('factors.passkey.notSupported'), forms.passkey);
       return;
     }
     void host.act('passkey', forms.passkey, async () => {
@@ -144,14 +139,14 @@ export function createFactorAdding(host: FactorAddingHost) {
       });
       const credential = await startRegistration({ optionsJSON: options });
       const answer = await host.enrol('webauthn/verify/', { credential, name });
-      await finishAdding(`Passkey “${name}” added. Signing in can now use it.`, answer);
+      await finishAdding(t('factors.passkey.added', { name }), answer);
     });
   });
 
   addButtons.totp.addEventListener('click', () => open(forms.totpStart, addButtons.totp));
   forms.totpStart.addEventListener('submit', (event) => {
     event.preventDefault();
-    const name = nameFrom(byId<HTMLInputElement>('totp-name'), 'Authenticator app');
+    const name = nameFrom(byId<HTMLInputElement>('totp-name'), t('factors.totp.defaultName'));
     if (!name) return;
     void host.act('other', forms.totpStart, async () => {
       const enrolment = await host.enrol<{ secret: string; otpauth_uri: string }>('totp/request/', { name });
@@ -163,13 +158,9 @@ export function createFactorAdding(host: FactorAddingHost) {
       byId('totp-secret').textContent = grouped(enrolment.secret);
       totpSecret = enrolment.secret;
       // On a phone the QR code cannot be scanned by the phone itself: the link hands the key to its app.
-      totpLinkLine.replaceChildren(
-        el(
-          'a',
-          { href: enrolment.otpauth_uri, id: 'totp-link' },
-          'On this phone? Open the key in your authenticator app',
-        ),
-      );
+      const link = el('a', { href: enrolment.otpauth_uri, id: 'totp-link' });
+      setText(link, () => t('factors.totp.openInApp'));
+      totpLinkLine.replaceChildren(link);
       forms.totpVerify.hidden = false;
       byId('totp-verify-title').focus();
     });
@@ -177,8 +168,8 @@ export function createFactorAdding(host: FactorAddingHost) {
 
   byId('totp-copy').addEventListener('click', () => {
     navigator.clipboard.writeText(totpSecret).then(
-      () => say('Key copied. Paste it into your authenticator app.', forms.totpVerify),
-      () => warn('This browser did not let the page copy: select the key and copy it yourself.', forms.totpVerify),
+      () => say(t('factors.totp.copied'), forms.totpVerify),
+      () => warn(t('factors.totp.copyRefused'), forms.totpVerify),
     );
   });
 
@@ -189,7 +180,7 @@ export function createFactorAdding(host: FactorAddingHost) {
       const input = byId<HTMLInputElement>(inputId);
       const code = digitsOf(input.value);
       if (!/^\d{6}$/.test(code)) {
-        warn('Enter the 6 digits of the code.', input);
+        warn(t('codes.sixDigits'), input);
         return;
       }
       void host.act('enrol_code', form, async () => {
@@ -199,20 +190,14 @@ export function createFactorAdding(host: FactorAddingHost) {
     });
   }
 
-  verifyWithCode(
-    forms.totpVerify,
-    'totp-code',
-    'totp/verify/',
-    () => 'Authenticator app added. Signing in can now use its codes.',
-  );
+  verifyWithCode(forms.totpVerify, 'totp-code', 'totp/verify/', () => t('factors.totp.added'));
 
   addButtons.sms.addEventListener('click', () => open(forms.smsStart, addButtons.sms));
 
   async function sendSmsCode(phone: string) {
     await host.enrol('sms/request/', { phone_number: phone });
     smsNumber = phone;
-    byId('sms-verify-intro').textContent =
-      `We sent a 6-digit code to ${formattedPhone(phone)}. It works for 5 minutes.`;
+    setText(byId('sms-verify-intro'), () => t('factors.sms.sent', { phone: formattedPhone(phone) }));
   }
 
   forms.smsStart.addEventListener('submit', (event) => {
@@ -220,7 +205,7 @@ export function createFactorAdding(host: FactorAddingHost) {
     const input = byId<HTMLInputElement>('sms-phone');
     const phone = digitsOf(input.value).replace(/^\+/, '');
     if (!/^\d{7,15}$/.test(phone)) {
-      warn('Enter the number with its country code: 7 to 15 digits, e.g. 14155552671.', input);
+      warn(t('factors.sms.phoneDigits'), input);
       input.focus();
       return;
     }
@@ -249,7 +234,7 @@ export function createFactorAdding(host: FactorAddingHost) {
           const isCooldown = error instanceof ApiError && /_cooldown$/.test(error.code) && error.retryAfterSeconds;
           if (!isCooldown) throw error;
           cooldown = error.retryAfterSeconds;
-          say('The code sent moments ago still works.', form);
+          say(t('codes.stillWorks'), form);
         }
       });
       // After the busy state, which would enable the button again.
@@ -260,21 +245,18 @@ export function createFactorAdding(host: FactorAddingHost) {
 
   offerResend(byId<HTMLButtonElement>('sms-resend'), forms.smsVerify, 'sms-code', async () => {
     await sendSmsCode(smsNumber);
-    byId('sms-verify-intro').textContent =
-      `We sent a new 6-digit code to ${formattedPhone(smsNumber)}. It works for 5 minutes.`;
-    announce(`A new code was sent to ${formattedPhone(smsNumber)}.`);
+    const phone = formattedPhone(smsNumber);
+    setText(byId('sms-verify-intro'), () => t('factors.sms.sentAgain', { phone }));
+    announce(t('factors.sms.announceAgain', { phone }));
   });
-  verifyWithCode(
-    forms.smsVerify,
-    'sms-code',
-    'sms/verify/',
-    () => `Phone ${formattedPhone(smsNumber)} added. Signing in can now send it codes.`,
+  verifyWithCode(forms.smsVerify, 'sms-code', 'sms/verify/', () =>
+    t('factors.sms.added', { phone: formattedPhone(smsNumber) }),
   );
 
   /** Email codes (CONTRACT §20): nothing to type first; the code goes to the account's verified address. */
   async function sendEmailCode(): Promise<string> {
     const { email } = await host.enrol<{ email: string }>('email-factor/request/', {});
-    byId('email-verify-intro').textContent = `We mailed a 6-digit code to ${email}. It works for 5 minutes.`;
+    setText(byId('email-verify-intro'), () => t('factors.email.sent', { address: email }));
     return email;
   }
   addButtons.email.addEventListener('click', () => {
@@ -284,25 +266,19 @@ export function createFactorAdding(host: FactorAddingHost) {
       } catch (error) {
         // Asked again moments after a first try: the code mailed then still works.
         if (!(error instanceof ApiError && error.code === 'email_cooldown')) throw error;
-        byId('email-verify-intro').textContent = 'We mailed you a 6-digit code moments ago. It works for 5 minutes.';
+        setText(byId('email-verify-intro'), () => t('factors.email.sentBefore'));
       }
       open(forms.emailVerify, addButtons.email);
     });
   });
   offerResend(byId<HTMLButtonElement>('email-resend'), forms.emailVerify, 'email-code', async () => {
-    announce(`A new code was mailed to ${await sendEmailCode()}.`);
+    announce(t('factors.email.announceAgain', { address: await sendEmailCode() }));
   });
-  verifyWithCode(
-    forms.emailVerify,
-    'email-code',
-    'email-factor/verify/',
-    () => 'Codes by email added. Signing in can now mail you codes.',
-  );
+  verifyWithCode(forms.emailVerify, 'email-code', 'email-factor/verify/', () => t('factors.email.added'));
 
   /** What "Add codes by email" says: where the codes would go. */
   function describeEmail(address: string) {
-    byId('add-email-about').textContent =
-      `A code mailed to ${address}. As safe as that mailbox: prefer a passkey or an app.`;
+    setText(byId('add-email-about'), () => t('factors.email.about', { address }));
   }
 
   return { closeForms, offer, describeEmail };

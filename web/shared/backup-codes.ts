@@ -1,6 +1,7 @@
 // Backup codes as every page shows a new set (web/shared/backup-codes-box.html): once, with
 // Download, Copy and Print, gone from the page when the person says they saved them.
-import { byId, el, grouped } from './dom.js';
+import { byId, el, grouped, setText } from './dom.js';
+import { t } from './i18n.js';
 import { clearNotices, say, warn } from './notices.js';
 
 /** `owner`: whose codes (the username); `saved`: the person put them away. */
@@ -12,8 +13,9 @@ export function createBackupCodesBox({ owner, saved }: { owner: () => string; sa
   function show(newCodes: string[]): void {
     codes = newCodes;
     list.replaceChildren(...codes.map((code) => el('li', {}, grouped(code))));
-    byId('backup-codes-for').textContent =
-      `For ${owner()} at ${location.host}, made ${new Date().toISOString().slice(0, 10)}.`;
+    const name = owner();
+    const date = new Date().toISOString().slice(0, 10);
+    setText(byId('backup-codes-for'), () => t('backupCodes.for', { name, host: location.host, date }));
     box.hidden = false;
     byId('backup-codes-title').focus();
   }
@@ -22,14 +24,14 @@ export function createBackupCodesBox({ owner, saved }: { owner: () => string; sa
     codes = [];
     list.replaceChildren();
     box.hidden = true;
-    byId('backup-codes-for').textContent = '';
+    setText(byId('backup-codes-for'), '');
   }
 
   /** The codes as a text file or the clipboard hold them: whose, when, and one code a line. */
   function text(): string {
     return [
-      `Backup codes for ${owner()} at ${location.origin}`,
-      `Made ${new Date().toISOString().slice(0, 10)}. Each code signs you in once; a new set cancels these.`,
+      t('backupCodes.fileTitle', { name: owner(), host: location.origin }),
+      t('backupCodes.fileMade', { date: new Date().toISOString().slice(0, 10) }),
       '',
       ...codes.map((code) => grouped(code)),
       '',
@@ -38,15 +40,15 @@ export function createBackupCodesBox({ owner, saved }: { owner: () => string; sa
 
   byId('backup-download').addEventListener('click', () => {
     const url = URL.createObjectURL(new Blob([text()], { type: 'text/plain;charset=utf-8' }));
-    const link = el('a', { href: url, download: 'backup-codes.txt' });
+    const link = el('a', { href: url, download: t('backupCodes.fileName') });
     link.click();
     setTimeout(() => URL.revokeObjectURL(url), 60_000);
   });
 
   byId('backup-copy').addEventListener('click', () => {
     navigator.clipboard.writeText(text()).then(
-      () => say('Codes copied. Paste them somewhere safe, such as a password manager.', list),
-      () => warn('This browser did not let the page copy: download or print the codes instead.', list),
+      () => say(t('backupCodes.copied'), list),
+      () => warn(t('backupCodes.copyRefused'), list),
     );
   });
 

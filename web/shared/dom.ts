@@ -1,4 +1,5 @@
 // Small DOM helpers: the page builds its elements from tags and text only (never HTML strings).
+import { currentLanguage, onLanguageChange, t } from './i18n.js';
 
 export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   const found = document.getElementById(id);
@@ -138,11 +139,11 @@ export function formattedPhone(digits: string): string {
   return `+${plain.slice(0, codeLength)} ${groups.join(' ')}`.trim();
 }
 
-/** "just now", "2 minutes ago", "yesterday"; a time ahead of this device's clock counts as now. */
+/** "just now", "2 minutes ago", "yesterday" in the page's language; a time ahead of this device's clock counts as now. */
 export function timeAgo(when: Date, now = new Date()): string {
   const seconds = Math.max(0, (now.getTime() - when.getTime()) / 1000);
-  if (seconds < 60) return 'just now';
-  const format = new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' });
+  if (seconds < 60) return t('time.justNow');
+  const format = new Intl.RelativeTimeFormat(currentLanguage(), { numeric: 'auto' });
   const units: [Intl.RelativeTimeFormatUnit, number][] = [
     ['minute', 60],
     ['hour', 3600],
@@ -153,4 +154,75 @@ export function timeAgo(when: Date, now = new Date()): string {
   let chosen = units[0] as [Intl.RelativeTimeFormatUnit, number];
   for (const unit of units) if (seconds >= unit[1]) chosen = unit;
   return format.format(-Math.floor(seconds / chosen[1]), chosen[0]);
+}
+
+/**
+ * The texts a page wrote from its catalogue (with values only the script knows): each is written
+ * again when the page's language changes, unless something else wrote over it since. Keyed by
+ * element, so the newest text of each wins.
+ */
+const drawnTexts = new Map<HTMLElement, { text: () => string; shown: string }>();
+/** The document's title, as drawnTexts holds the elements' texts. */
+let drawnTitle: { text: () => string; shown: string } | undefined;
+
+onLanguageChange(() => {
+  for (const [element, drawn] of drawnTexts) {
+    // translateWithin has just set a data-i18n element's own text: what the script drew wins again.
+    const isOwn = element.textContent === drawn.shown || element.hasAttribute('data-i18n');
+    if (!isOwn) {
+      drawnTexts.delete(element);
+      continue;
+    }
+    drawn.shown = drawn.text();
+    element.textContent = drawn.shown;
+  }
+  if (drawnTitle) {
+    if (document.title === drawnTitle.shown || document.querySelector('title[data-i18n]')) {
+      drawnTitle.shown = drawnTitle.text();
+      document.title = drawnTitle.shown;
+    } else drawnTitle = undefined;
+  }
+});
+
+/**
+ * Sets the text of `element` from `text`, a function of the page's language (one that calls t),
+ * called again when the language changes; a plain string is written once and stays.
+ */
+export function setText(element: HTMLElement, text: string | (() => string)): void {
+  const shown = typeof text === 'string' ? text : text();
+  if (typeof text === 'string') drawnTexts.delete(element);
+  else drawnTexts.set(element, { text, shown });
+  element.textContent = shown;
+}
+
+/** Sets the document's title as setText sets an element's text. */
+export function setTitle(text: string | (() => string)): void {
+  const shown = typeof text === 'string' ? text : text();
+  drawnTitle = typeof text === 'string' ? undefined : { text, shown };
+  document.title = shown;
+}
+
+/**
+ * Disables `button` for `seconds`, its text counting them down (`label(seconds left)`, "Send a new
+ * code (21 s)"), then enables it with `label()`. Answers what ends the countdown early.
+ */
+export function countDown(button: HTMLButtonElement, seconds: number, label: (left?: number) => string): () => void {
+  let left = Math.ceil(seconds);
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const end = () => {
+    clearInterval(timer);
+    timer = undefined;
+    button.disabled = false;
+    setText(button, () => label());
+  };
+  const tick = () => {
+    if (left <= 0) return end();
+    const shown = left;
+    button.disabled = true;
+    setText(button, () => label(shown));
+    left -= 1;
+  };
+  tick();
+  timer = setInterval(tick, 1000);
+  return end;
 }

@@ -17,10 +17,6 @@ export async function setPasswordWithLink(base: URL, token: string, newPassword:
   await send(base, 'PUT', { token, new_password: newPassword });
 }
 
-/** What the page says once a link was asked for: the same words whether or not an account matched. */
-export const LINK_ASKED =
-  'If an account matches and has a verified email address, a link to choose a new password is on its way there. It works once, for 30 minutes. Nothing after a few minutes? Check the spelling and your spam folder; an account without a verified address cannot be reset this way: ask whoever runs this service.';
-
 async function send(base: URL, method: string, body: unknown): Promise<void> {
   let response: Response;
   try {

@@ -9,10 +9,11 @@ import {
   WebAuthnAbortService,
 } from '@simplewebauthn/browser';
 import { ApiError } from './api-error.js';
-import { byId, closeOnEscape, digitsOf, el, whileBusy } from './dom.js';
+import { byId, closeOnEscape, countDown, digitsOf, el, setText, setTitle, whileBusy } from './dom.js';
+import { onLanguageChange, t, translateWithin } from './i18n.js';
 import { describeError, type SignInStep } from './messages.js';
 import { clearNotices, say, warn } from './notices.js';
-import { askForResetLink, LINK_ASKED } from './password-reset.js';
+import { askForResetLink } from './password-reset.js';
 
 /** Every page is served at <base>/<page>/, with the API at <base>/mfa/…. */
 const serviceBase = new URL('../', location.href);
@@ -61,11 +62,14 @@ export interface SignInHooks {
   cancelled(): void;
 }
 
-/** What the screen says and allows, for a first sign-in or a re-authentication. */
+/**
+ * What the screen says and allows, for a first sign-in or a re-authentication. Its texts are
+ * strings, or functions of the page's language (`() => t('…')`) that are asked again when it changes.
+ */
 export interface SignInScreen {
-  title: string;
-  intro: string;
-  documentTitle: string;
+  title: string | (() => string);
+  intro: string | (() => string);
+  documentTitle: string | (() => string);
   /** Given: the username is shown, read only (a re-authentication). */
   username?: string;
   /** Shown under the password form; false hides it. */
@@ -102,13 +106,21 @@ const SIGN_IN_DELIVERY_FAILURES: Record<string, 'sms' | 'email'> = {
   email_rate_limited: 'email',
 };
 
-const METHOD_CHOICES: Record<Method, string> = {
-  webauthn: 'Use a passkey',
-  totp: 'Use your authenticator app',
-  sms: 'Text a code to my phone',
-  email: 'Email me a code',
-  backup: 'Use a backup code',
-};
+/** "Use a passkey", "Use a backup code" …: the other ways the second step offers. */
+function choiceText(method: Method): string {
+  switch (method) {
+    case 'webauthn':
+      return t('signIn.choose.webauthn');
+    case 'totp':
+      return t('signIn.choose.totp');
+    case 'sms':
+      return t('signIn.choose.sms');
+    case 'email':
+      return t('signIn.choose.email');
+    case 'backup':
+      return t('signIn.choose.backup');
+  }
+}
 
 /**
  * The sign-in screen of the page (the elements of #sign-in: #password-form, #factor-form …): the
@@ -128,7 +140,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   const rememberLabel = byId('remember-label');
   const factorTitle = byId('factor-title');
   const factorPrompt = byId('factor-prompt');
-  const factorUsername = byId('factor-username');
+  const factorWho = byId('factor-who');
   const codeField = byId('code-field');
   const codeLabel = byId('code-label');
   const codeInput = byId<HTMLInputElement>('code');
@@ -149,6 +161,10 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   let isOfferingPasskey = false;
   /** What the screen was told of the account's phone. */
   let phoneEnding: string | undefined;
+  /** Ends the countdown of "Send a new code" while the service's cooldown lasts. */
+  let endCooldown: (() => void) | undefined;
+  /** How many days the app lets this browser skip the second step, when it does. */
+  let rememberDays: number | undefined;
 
   /** Back to the password step, empty; the username's autofill offers passkeys again. */
   function showPasswordStep() {
@@ -171,15 +187,15 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     phoneEnding = screen.phoneEnding;
     passkeyBox.hidden = !isOfferingPasskey;
     showPasswordStep();
-    title.textContent = screen.title;
-    intro.textContent = screen.intro;
+    setText(title, screen.title);
+    setText(intro, screen.intro);
     usernameInput.readOnly = screen.username !== undefined;
     usernameInput.value = screen.username ?? '';
     cancelSignIn.hidden = !screen.cancellable;
     // A re-authentication knows the account: a reset from there would end the very login it serves.
     forgotOpen.hidden = screen.username !== undefined;
     section.hidden = false;
-    document.title = screen.documentTitle;
+    setTitle(screen.documentTitle);
     (screen.username === undefined ? usernameInput : passwordInput).focus();
   }
 
@@ -264,10 +280,9 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     attempt.method = answer.mfaType;
     attempt.webauthnOptions = answer.webauthn;
     attempt.didDeliveryFail = false;
-    const days = answer.rememberDeviceDays;
-    rememberField.hidden = days === undefined;
+    rememberDays = answer.rememberDeviceDays;
+    rememberField.hidden = rememberDays === undefined;
     rememberBox.checked = false;
-    rememberLabel.textContent = `Don't ask for the second step on this device for ${days === 1 ? '1 day' : `${days} days`}`;
     // The prompt says where the code went, once: the code field is described by it.
     showFactorForm();
   }
@@ -282,52 +297,70 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
   function renderMethod() {
     if (!attempt) return;
     const method = attempt.method;
+    endCooldown?.();
+    endCooldown = undefined;
     codeInput.value = '';
     codeField.hidden = method === 'webauthn';
     resend.hidden = method !== 'sms' && method !== 'email';
+    drawMethod();
+    (method === 'webauthn' ? factorSubmit : codeInput).focus();
+  }
+
+  /** The second step's texts for the method chosen, in the page's language (drawn again when it changes). */
+  function drawMethod() {
+    if (!attempt) return;
+    const { method, didDeliveryFail, username } = attempt;
+    // "Signing in as <strong>name</strong>", the name wherever the language puts it.
+    const [before = '', after = ''] = t('signIn.factor.signingInAs', { name: '\u0000' }).split('\u0000');
+    factorWho.replaceChildren(before, el('strong', { id: 'factor-username' }, username), after);
+    rememberLabel.textContent =
+      rememberDays === undefined
+        ? t('signIn.factor.remember')
+        : t('signIn.factor.rememberFor', { count: rememberDays });
     codeHint.textContent = '';
-    factorUsername.textContent = attempt.username;
-    const phone = phoneEnding ? `your phone ending ${phoneEnding}` : 'your phone';
+    factorSubmit.textContent = t('signIn.factor.verify');
     if (method === 'webauthn') {
-      factorTitle.textContent = 'Second step: your passkey';
-      factorPrompt.textContent = 'Use your passkey: your device or security key asks you to confirm.';
-      factorSubmit.textContent = 'Use my passkey';
+      factorTitle.textContent = t('signIn.passkey.title');
+      factorPrompt.textContent = t('signIn.passkey.prompt');
+      factorSubmit.textContent = t('signIn.passkey.submit');
     } else if (method === 'backup') {
-      factorTitle.textContent = 'Second step: a backup code';
-      factorPrompt.textContent = 'Enter one of your backup codes. Each code works once.';
-      codeLabel.textContent = 'Backup code (12 digits)';
-      codeHint.textContent = 'Spaces are fine.';
-      factorSubmit.textContent = 'Verify';
+      factorTitle.textContent = t('signIn.backup.title');
+      factorPrompt.textContent = t('signIn.backup.prompt');
+      codeLabel.textContent = t('signIn.backup.label');
+      codeHint.textContent = t('signIn.backup.hint');
     } else if (method === 'email') {
-      factorTitle.textContent = 'Second step: a code by email';
-      factorPrompt.textContent = attempt.didDeliveryFail
-        ? 'If the email arrives, enter its code here. Otherwise ask for a new one, or choose another way below.'
-        : 'Enter the 6-digit code we mailed to your email address. It works for 5 minutes.';
-      codeLabel.textContent = 'Code from the email';
-      factorSubmit.textContent = 'Verify';
+      factorTitle.textContent = t('signIn.email.title');
+      factorPrompt.textContent = didDeliveryFail ? t('signIn.email.promptFailed') : t('signIn.email.prompt');
+      codeLabel.textContent = t('signIn.email.label');
+    } else if (method === 'sms') {
+      const ending = phoneEnding;
+      factorTitle.textContent = t('signIn.sms.title');
+      if (didDeliveryFail)
+        factorPrompt.textContent = ending
+          ? t('signIn.sms.promptFailedEnding', { ending })
+          : t('signIn.sms.promptFailed');
+      else factorPrompt.textContent = ending ? t('signIn.sms.promptEnding', { ending }) : t('signIn.sms.prompt');
+      codeLabel.textContent = t('signIn.sms.label');
     } else {
-      const sms = method === 'sms';
-      factorTitle.textContent = sms ? 'Second step: a code by SMS' : 'Second step: your authenticator app';
-      factorPrompt.textContent = !sms
-        ? 'Enter the 6-digit code your authenticator app shows for this account.'
-        : attempt.didDeliveryFail
-          ? `If the code reaches ${phone}, enter it here. Otherwise ask for a new one, or choose another way below.`
-          : `Enter the 6-digit code we sent to ${phone}. It works for 5 minutes.`;
-      codeLabel.textContent = sms ? 'Code from the SMS' : 'Code from the app';
-      factorSubmit.textContent = 'Verify';
+      factorTitle.textContent = t('signIn.totp.title');
+      factorPrompt.textContent = t('signIn.totp.prompt');
+      codeLabel.textContent = t('signIn.totp.label');
     }
     const others: Method[] = [...attempt.methods.filter((type) => type !== method), 'backup'];
     choices.replaceChildren(
       ...others
         .filter((other) => other !== method)
         .map((other) => {
-          const choice = el('button', { type: 'button', class: 'link' }, METHOD_CHOICES[other]);
+          const choice = el('button', { type: 'button', class: 'link' }, choiceText(other));
           choice.addEventListener('click', () => void choose(other));
           return el('li', {}, choice);
         }),
     );
-    (method === 'webauthn' ? factorSubmit : codeInput).focus();
   }
+
+  onLanguageChange(() => {
+    if (!factorForm.hidden) drawMethod();
+  });
 
   /** Switches to another factor; for SMS and passkeys the service must send a code or options first. */
   async function choose(method: Method) {
@@ -340,6 +373,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
       return;
     }
     const isResend = method === current.method;
+    let cooldownSeconds: number | undefined;
     await whileBusy(factorForm, async () => {
       try {
         const answer = await backend.secondFactor({ mfa_type: method });
@@ -350,13 +384,26 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
         current.didDeliveryFail = false;
         renderMethod();
         // A first code: the prompt says it was sent. A new one: only this says so.
-        if (isResend)
-          say('A new code is on its way. If you asked moments ago, the code already sent still works.', section);
+        if (isResend) say(t('signIn.factor.newCodeSent'), section);
         else clearNotices();
       } catch (error) {
-        warn(describeError(error, 'other'), section);
+        // Issue 31: inside the service's cooldown nothing went out, and the code sent still works:
+        // information, with the button counting down until a new code may be asked for.
+        const isCooldown = isResend && error instanceof ApiError && /_cooldown$/.test(error.code);
+        if (isCooldown && error.retryAfterSeconds) {
+          cooldownSeconds = error.retryAfterSeconds;
+          say(t('codes.stillWorks'), section);
+        } else warn(describeError(error, 'other'), section);
       }
     });
+    // After the busy state, which enables the form's buttons again.
+    if (cooldownSeconds && attempt === current && !resend.hidden) {
+      endCooldown?.();
+      endCooldown = countDown(resend, cooldownSeconds, (left) =>
+        left === undefined ? t('codes.resend') : t('codes.resendIn', { seconds: left }),
+      );
+      codeInput.focus();
+    }
   }
 
   passwordForm.addEventListener('submit', (event) => {
@@ -364,7 +411,7 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     const username = usernameInput.value.trim();
     const password = passwordInput.value;
     if (!username || !password) {
-      warn('Enter your username and your password.', section);
+      warn(t('signIn.enterBoth'), section);
       (username ? passwordInput : usernameInput).focus();
       return;
     }
@@ -397,11 +444,11 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     const method = current.method;
     const code = digitsOf(codeInput.value);
     if (method === 'backup' && !/^\d{12}$/.test(code)) {
-      warn('A backup code has 12 digits.', codeInput);
+      warn(t('signIn.factor.backupDigits'), codeInput);
       return;
     }
     if (method !== 'webauthn' && method !== 'backup' && !/^\d{6}$/.test(code)) {
-      warn('Enter the 6 digits of the code.', codeInput);
+      warn(t('codes.sixDigits'), codeInput);
       return;
     }
     const step: SignInStep = method === 'webauthn' ? 'passkey' : method === 'backup' ? 'backup_code' : 'code';
@@ -447,6 +494,8 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     clearNotices();
     forgotName.value = usernameInput.value.trim();
     passwordForm.hidden = true;
+    // The template's content is not in the document when the language changes: its texts are set now.
+    translateWithin(forgotForm);
     passwordForm.after(forgotForm);
     forgotName.focus();
   });
@@ -464,13 +513,14 @@ export function createSignIn(backend: SignInBackend, hooks: SignInHooks) {
     event.preventDefault();
     const name = forgotName.value.trim();
     if (!name) {
-      warn('Enter your username or email address.', forgotName);
+      warn(t('signIn.forgot.enterName'), forgotName);
       return;
     }
     void whileBusy(forgotForm, async () => {
       try {
         await askForResetLink(serviceBase, name);
-        say(LINK_ASKED, forgotForm);
+        // The same words whether or not an account matched.
+        say(t('reset.linkAsked'), forgotForm);
       } catch (error) {
         warn(describeError(error, 'other'), forgotName);
       }

@@ -4,10 +4,14 @@
 import { createFactorAdding } from '../shared/add-factor.js';
 import { ApiError, readAnswer } from '../shared/api-error.js';
 import { createBackupCodesBox } from '../shared/backup-codes.js';
-import { byId, whileBusy } from '../shared/dom.js';
+import { byId, setText, setTitle, whileBusy } from '../shared/dom.js';
+import { addEnglish, t, useLanguage } from '../shared/i18n.js';
 import { describeError, type EnrolmentStep } from '../shared/messages.js';
 import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
 import { createSignIn, type FactorType, type StepAnswer } from '../shared/sign-in.js';
+import english from './locales/en.json' with { type: 'json' };
+
+addEnglish(english);
 
 /** What the sign-in's API answers: the next step, or where the browser goes now. */
 interface SignInAnswer {
@@ -27,6 +31,8 @@ interface SignInAnswer {
 
 interface Description extends SignInAnswer {
   service_name: string;
+  /** The language the service chose for this sign-in (ui_locales, the user's, Accept-Language); absent from older services. */
+  language?: string;
   client_name: string;
   csrf_token: string;
   login_hint?: string;
@@ -36,7 +42,12 @@ const base = new URL('../', location.href);
 const id = new URLSearchParams(location.search).get('id') ?? '';
 const apiBase = new URL(`mfa/oauth2/sign-in/${encodeURIComponent(id)}/`, base);
 let csrfToken = '';
-let clientName = 'the app';
+/** The app's name, once the description said it. */
+let clientName = '';
+/** The service's name (SERVICE_NAME), once the description said it: in the header and each title. */
+let serviceName = '';
+const client = () => clientName || t('sign-in.theApp');
+const service = () => serviceName || t('sign-in.title');
 /** A backup code signed in: the page shows how many are left before going back to the app. */
 let isHoldingForBackupCount = false;
 /** Who is signing in, once the password (or the sign-in session) said. */
@@ -69,11 +80,14 @@ function toStep(answer: SignInAnswer): StepAnswer {
   if (back && answer.backup_codes_left !== undefined) {
     // Issue 31: the person learns how many backup codes are left before going back to the app.
     const left = answer.backup_codes_left;
-    byId('backup-used-count').textContent =
+    setText(byId('backup-used-count'), () =>
       left === 0
-        ? 'It was your last one. Make a new set on your account page now, or you may be locked out.'
-        : `${left === 1 ? '1 backup code is' : `${left} backup codes are`} left.${left <= 3 ? ' Make a new set on your account page soon.' : ''}`;
-    byId('backup-used-continue').textContent = `Continue to ${clientName}`;
+        ? t('sign-in.backupUsed.last')
+        : left <= 3
+          ? `${t('sign-in.backupUsed.left', { count: left })} ${t('sign-in.backupUsed.soon')}`
+          : t('sign-in.backupUsed.left', { count: left }),
+    );
+    setText(byId('backup-used-continue'), () => t('sign-in.backupUsed.continue', { client: client() }));
     byId('backup-used-continue').onclick = () => location.assign(back);
     isHoldingForBackupCount = true;
     return { kind: 'done' };
@@ -114,11 +128,11 @@ const signIn = createSignIn(
   {
     finished() {
       if (!isHoldingForBackupCount) {
-        say(`Signed in. Taking you back to ${clientName}…`);
+        say(t('sign-in.signedIn', { client: client() }));
         return;
       }
       byId('backup-used').hidden = false;
-      document.title = `You signed in with a backup code · Sign in`;
+      setTitle(() => t('sign-in.backupUsed.documentTitle', { service: service() }));
       byId('backup-used-title').focus();
     },
     enrol(answer, username) {
@@ -160,10 +174,9 @@ const adding = createFactorAdding({
       // The first way to verify: its backup codes are shown once, before going back to the app.
       enrol.hidden = true;
       byId('backup').hidden = false;
-      byId('backup-intro').textContent =
-        `${message} Save these backup codes before you continue: if you lose it, a code signs you in instead.`;
-      byId('backup-done').textContent = `I have saved them, continue to ${clientName}`;
-      document.title = `Save your backup codes · Sign in`;
+      setText(byId('backup-intro'), () => `${message} ${t('sign-in.backup.intro')}`);
+      setText(byId('backup-done'), () => t('sign-in.backup.done', { client: client() }));
+      setTitle(() => t('sign-in.backup.documentTitle', { service: service() }));
       backupBox.show(codes);
       afterBackupCodes = () => follow(answer as SignInAnswer);
       return;
@@ -194,44 +207,65 @@ function follow(answer: SignInAnswer) {
 function showEnrolment(types: FactorType[]) {
   byId('sign-in').hidden = true;
   const onlyPasskeys = types.length === 1 && types[0] === 'webauthn';
-  byId('enrol-title').textContent = onlyPasskeys ? 'Add a passkey' : 'Add a way to verify';
-  byId('enrol-intro').textContent = onlyPasskeys
-    ? `${clientName} asks for a passkey, which cannot be phished. Add one to this account to continue.`
-    : `${clientName} asks for two-step verification. Add a way to verify to continue; signing in will ask for it after your password.`;
+  setText(byId('enrol-title'), () => (onlyPasskeys ? t('sign-in.enrol.titlePasskey') : t('sign-in.enrol.title')));
+  setText(byId('enrol-intro'), () =>
+    onlyPasskeys
+      ? t('sign-in.enrol.introPasskey', { client: client() })
+      : t('sign-in.enrol.intro', { client: client() }),
+  );
   adding.closeForms();
   adding.offer(types);
   enrol.hidden = false;
-  document.title = `${byId('enrol-title').textContent} · Sign in`;
+  setTitle(() =>
+    onlyPasskeys
+      ? t('sign-in.enrol.documentTitlePasskey', { service: service() })
+      : t('sign-in.enrol.documentTitle', { service: service() }),
+  );
   byId('enrol-title').focus();
 }
 
 function showExpired() {
   for (const section of ['sign-in', 'enrol', 'backup', 'backup-used']) byId(section).hidden = true;
   byId('expired').hidden = false;
-  document.title = 'This sign-in has expired';
+  setTitle(() => t('sign-in.expired.title'));
   byId('expired-title').focus();
 }
 
 byId('enrol-cancel').addEventListener('click', () => void cancel(enrol));
+
+/**
+ * The page's language: the one the service chose for this sign-in (the authorization request's
+ * ui_locales, then the user's, then Accept-Language), else the browser's own, which is what
+ * Accept-Language said (an older service's description has no language).
+ */
+async function showInLanguage(description?: Description) {
+  await useLanguage(description?.language ? [description.language] : navigator.languages);
+}
 
 async function open() {
   let description: Description;
   try {
     description = await send<Description>('GET', '');
   } catch (error) {
-    if (!(error instanceof ApiError && error.code === 'sign_in_expired')) warn(describeError(error));
+    await showInLanguage();
+    if (error instanceof ApiError && error.code === 'sign_in_expired') showExpired();
+    else warn(describeError(error));
     return;
   }
   csrfToken = description.csrf_token;
   clientName = description.client_name;
-  byId('service-name').textContent = description.service_name;
+  serviceName = description.service_name;
+  await showInLanguage(description);
+  // Issue 31: the service's name heads the card and ends each title.
+  setText(byId('service-name'), service);
   clearNotices();
   currentUsername = description.username ?? '';
+  const documentTitle = () => t('sign-in.documentTitle', { client: client(), service: service() });
   if (description.step === 'password') {
     signIn.start({
-      title: 'Sign in',
-      intro: `Sign in to continue to ${clientName}.`,
-      documentTitle: `Sign in to ${clientName}`,
+      title: () => t('sign-in.title'),
+      intro: () => t('sign-in.intro', { client: client() }),
+      documentTitle,
       cancellable: true,
       offersPasskey: true,
     });
@@ -242,9 +276,9 @@ async function open() {
     }
     return;
   }
-  byId('sign-in-title').textContent = 'Sign in';
-  byId('sign-in-intro').textContent = `Continue to ${clientName} as ${currentUsername}.`;
-  document.title = `Sign in to ${clientName}`;
+  setText(byId('sign-in-title'), () => t('sign-in.title'));
+  setText(byId('sign-in-intro'), () => t('sign-in.continueAs', { client: client(), name: currentUsername }));
+  setTitle(documentTitle);
   if (description.step === 'enrol') {
     showEnrolment(description.factor_types ?? []);
     return;

@@ -1,6 +1,7 @@
 // The page a reset link opens (CONTRACT §20): <base>/account/reset/?token=…. It sets the new
 // password and signs no one in: the person then signs in as usual, second step included.
 import { byId, whileBusy } from '../../shared/dom.js';
+import { t, useLanguage } from '../../shared/i18n.js';
 import { describeError } from '../../shared/messages.js';
 import { warn } from '../../shared/notices.js';
 import { setPasswordWithLink } from '../../shared/password-reset.js';
@@ -21,7 +22,7 @@ function show(id: 'reset' | 'done' | 'no-link') {
 form.addEventListener('submit', (event) => {
   event.preventDefault();
   if (input.value.length < 8) {
-    warn('A password needs 8 characters or more.', input);
+    warn(t('reset.tooShort'), input);
     return;
   }
   void whileBusy(form, async () => {
@@ -36,9 +37,12 @@ form.addEventListener('submit', (event) => {
   });
 });
 
-if (token) {
-  show('reset');
-  input.focus();
-} else {
-  show('no-link');
-}
+// The browser's languages: the link carries none, and no one is signed in.
+void useLanguage(navigator.languages).then(() => {
+  if (token) {
+    show('reset');
+    input.focus();
+  } else {
+    show('no-link');
+  }
+});

@@ -1,0 +1,334 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import * as client from 'openid-client';
+import * as OTPAuth from 'otpauth';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import {
+  button,
+  DESKTOP,
+  launchChromium,
+  notice,
+  SCRATCH_DIR,
+  screenshots,
+  startServiceOnLocalhost,
+} from '../support/browser.js';
+import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/service.js';
+
+// CONTRACT §22 in Chromium: the hosted sign-in (CONTRACT §18) and the password-reset page in the
+// person's language: the one the service chose for the sign-in (the authorization request's
+// ui_locales first), else the browser's. Titles, labels, the service's error sentences and plural
+// forms are all translated; English stays as it was. Issue 31: an SMS cooldown at the second step
+// is information, the "Send a new code" button counting the seconds down.
+
+const PASSWORD = 'correct horse battery';
+/** The app's redirect URI, on a small server of the test's own (a loopback http redirect). */
+let CALLBACK = '';
+let appServer: Server;
+let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let service: Service;
+let browser: Browser;
+let config: client.Configuration;
+/** An app that requires a second factor (mfa_policy required), with a long name. */
+let payrollConfig: client.Configuration;
+const pageErrors: string[] = [];
+
+before(async () => {
+  stack = await startServiceOnLocalhost();
+  service = stack.service;
+  browser = await launchChromium();
+  appServer = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Acme</title><p>Back.</p>');
+  });
+  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
+  CALLBACK = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}/callback`;
+  config = await registerApp({ name: 'Acme web' });
+  payrollConfig = await registerApp({ name: 'Lohnbuchhaltung', mfa_policy: 'required' });
+});
+
+async function registerApp(body: Record<string, unknown>): Promise<client.Configuration> {
+  const registered = await expectStatus(
+    service.call('/admin/clients', {
+      method: 'POST',
+      token: ADMIN_TOKEN,
+      body: { redirect_uris: [CALLBACK], ...body },
+    }),
+    201,
+  );
+  return client.discovery(new URL(stack.origin), registered.client_id, registered.client_secret, undefined, {
+    execute: [client.allowInsecureRequests],
+  });
+}
+
+after(async () => {
+  await browser?.close();
+  await stack?.close();
+  appServer?.close();
+});
+
+/** A browser whose languages are `locale`'s (Accept-Language and navigator.languages). */
+async function pageIn(locale: string): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: DESKTOP, locale, timezoneId: 'UTC' });
+  const page = await context.newPage();
+  page.on('pageerror', (error) => pageErrors.push(`${locale}: ${error.message}`));
+  return { context, page };
+}
+
+/** A user with SMS codes and a set of backup codes; answers the phone's digits and the codes. */
+async function userWithSmsAndBackupCodes(username: string) {
+  const phone = nextPhone();
+  const { token } = await service.createUserWithMfa(username, PASSWORD, phone);
+  const { backup_codes: codes } = await expectStatus(service.call('/mfa/recovery/', { method: 'POST', token }), 200);
+  return { phone, backupCodes: codes as string[] };
+}
+
+/** The app sends `page` to sign in (openid-client builds the request); answers what lands back at the app. */
+async function startAt(page: Page, extra: Record<string, string> = {}, app = config) {
+  const verifier = client.randomPKCECodeVerifier();
+  const state = client.randomState();
+  const url = client.buildAuthorizationUrl(app, {
+    redirect_uri: CALLBACK,
+    scope: 'openid',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    prompt: 'login',
+    ...extra,
+  });
+  const description = page.waitForResponse(
+    (response) => response.request().method() === 'GET' && /\/mfa\/oauth2\/sign-in\/[^/]+\/$/.test(response.url()),
+  );
+  await page.goto(url.toString());
+  return {
+    /** The sign-in's description, as the page read it. */
+    description: description.then((response) => response.json() as Promise<Record<string, unknown>>),
+    async back() {
+      await page.waitForURL((current) => current.toString().startsWith(CALLBACK));
+      return client.authorizationCodeGrant(app, new URL(page.url()), {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+      });
+    },
+  };
+}
+
+/** The service's next answer to "Send a new code" is a 429 sms_cooldown with Retry-After `seconds`. */
+async function nextResendInCooldown(page: Page, seconds: number) {
+  const pattern = '**/mfa/oauth2/sign-in/*/second-factor';
+  await page.route(
+    pattern,
+    (route) =>
+      route.fulfill({
+        status: 429,
+        headers: { 'retry-after': String(seconds) },
+        contentType: 'application/json',
+        body: JSON.stringify({
+          error: 'sms_cooldown',
+          error_description: `a code was sent moments ago; wait ${seconds} s before asking again`,
+        }),
+      }),
+    { times: 1 },
+  );
+}
+
+const lang = (page: Page) => page.evaluate<string>('document.documentElement.lang');
+
+describe('the hosted sign-in and the reset page in the person’s language (CONTRACT §22)', () => {
+  test('German (ui_locales=de): titles, labels, a wrong password, the SMS cooldown counting down, the backup codes left', async () => {
+    const { phone, backupCodes } = await userWithSmsAndBackupCodes('greta');
+    const { context, page } = await pageIn('de-DE');
+    const signIn = await startAt(page, { ui_locales: 'de' });
+    await page.getByText('Melden Sie sich an, um mit Acme web fortzufahren.').waitFor();
+    assert.equal(await lang(page), 'de');
+    assert.equal(await page.title(), 'Bei Acme web anmelden · MFA', 'the title names the app and the service');
+    assert.equal(await page.locator('#service-name').textContent(), 'MFA');
+    await page.getByRole('heading', { name: 'Anmelden', exact: true }).waitFor();
+    await button(page, 'Passwort vergessen?').waitFor();
+    await button(page, 'Mit einem Passkey anmelden').waitFor();
+    await screenshots(page, 'hosted-sign-in-de');
+
+    await page.getByLabel('Benutzername').fill('greta');
+    await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill('wrong password');
+    await button(page, 'Weiter').click();
+    await notice(page, 'alert', 'Benutzername oder Passwort ist falsch.');
+
+    await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill(PASSWORD);
+    await button(page, 'Weiter').click();
+    await page.getByRole('heading', { name: 'Zweiter Schritt: ein Code per SMS' }).waitFor();
+    assert.equal(await page.locator('#factor-who').textContent(), 'Anmeldung als greta');
+    await page.getByLabel('Code aus der SMS').waitFor();
+    await page.getByRole('heading', { name: 'Andere Wege der Bestätigung' }).waitFor();
+
+    await nextResendInCooldown(page, 21);
+    await button(page, 'Neuen Code senden').click();
+    await notice(page, 'status', 'Der eben gesendete Code ist weiterhin gültig.');
+    const waiting = button(page, /^Neuen Code senden \(\d+ s\)$/);
+    assert.equal(await waiting.isDisabled(), true);
+    assert.equal(await page.locator('.notice-error:not([hidden])').count(), 0, 'information, not an error');
+    await screenshots(page, 'hosted-sms-cooldown-de');
+
+    const sent = service.twilio.lastCodeFor(`+${phone}`);
+    await page.getByLabel('Code aus der SMS').fill(sent === '000000' ? '111111' : '000000');
+    await button(page, 'Bestätigen').click();
+    await notice(page, 'alert', 'Dieser Code ist falsch, abgelaufen oder bereits verwendet.');
+
+    await button(page, 'Einen Backup-Code verwenden').click();
+    await page.getByLabel('Backup-Code (12 Ziffern)').fill(backupCodes[0] ?? '');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Sie haben sich mit einem Backup-Code angemeldet' }).waitFor();
+    await page.getByText('9 Backup-Codes sind übrig.').waitFor();
+    await button(page, 'Weiter zu Acme web').click();
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'backup']);
+    await context.close();
+  });
+
+  test('German: an app that requires a second factor takes a person through adding an authenticator app, then the backup codes', async () => {
+    await service.createUser('heinz', PASSWORD);
+    const { context, page } = await pageIn('de-DE');
+    const signIn = await startAt(page, { ui_locales: 'de' }, payrollConfig);
+    await page.getByLabel('Benutzername').fill('heinz');
+    await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill(PASSWORD);
+    await button(page, 'Weiter').click();
+    await page.getByRole('heading', { name: 'Einen Weg der Bestätigung hinzufügen' }).waitFor();
+    await page.getByText('Lohnbuchhaltung verlangt die Anmeldung in zwei Schritten.').waitFor();
+    assert.equal(await page.title(), 'Einen Weg der Bestätigung hinzufügen · MFA');
+    await button(page, 'Authenticator-App hinzufügen').click();
+    assert.equal(await page.locator('#totp-name').inputValue(), 'Authenticator-App');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Scannen Sie den Code mit Ihrer App' }).waitFor();
+    await page.locator('#totp-qr svg').waitFor();
+    await page.getByRole('link', { name: 'Auf diesem Telefon? Schlüssel in Ihrer Authenticator-App öffnen' }).waitFor();
+    await screenshots(page, 'hosted-add-factor-de');
+    const secret = ((await page.locator('#totp-secret').textContent()) ?? '').replace(/\s/g, '');
+    const added = new OTPAuth.TOTP({ secret: OTPAuth.Secret.fromBase32(secret) });
+    await page
+      .getByLabel('Der 6-stellige Code, den die App anzeigt')
+      .fill(added.generate({ timestamp: service.clock.now().getTime() }));
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Ihre neuen Backup-Codes' }).waitFor();
+    await page
+      .getByText('Authenticator-App hinzugefügt. Bei der Anmeldung können Sie jetzt die Codes der App verwenden.')
+      .waitFor();
+    await page.getByText(/^Für heinz bei localhost:\d+, erstellt am \d{4}-\d\d-\d\d\.$/).waitFor();
+    await screenshots(page, 'hosted-backup-codes-de');
+    await button(page, 'Gespeichert, weiter zu Lohnbuchhaltung').click();
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
+    await context.close();
+  });
+
+  test('French from the browser alone (fr-FR, no ui_locales): the steps, a wrong code, one backup code left', async () => {
+    const { phone, backupCodes } = await userWithSmsAndBackupCodes('fleur');
+    // Nine of the ten spent first, so that the page says one is left (the singular).
+    for (const code of backupCodes.slice(1, 9)) {
+      await expectStatus(service.login('fleur', PASSWORD, { backup_code: code }), 200);
+    }
+    const { context, page } = await pageIn('fr-FR');
+    const signIn = await startAt(page);
+    await page.getByText('Connectez-vous pour continuer vers Acme web.').waitFor();
+    assert.equal(await lang(page), 'fr');
+    assert.equal(await page.title(), 'Connexion à Acme web · MFA');
+    await page.getByLabel('Nom d’utilisateur').fill('fleur');
+    await page.getByRole('textbox', { name: 'Mot de passe', exact: true }).fill('wrong password');
+    await button(page, 'Continuer').click();
+    await notice(page, 'alert', 'Le nom d’utilisateur ou le mot de passe est incorrect.');
+    await page.getByRole('textbox', { name: 'Mot de passe', exact: true }).fill(PASSWORD);
+    await button(page, 'Continuer').click();
+    await page.getByRole('heading', { name: 'Deuxième étape\u00a0: un code par SMS' }).waitFor();
+    // Not committed (a scratch folder): at 375 px nothing may be wider than the screen.
+    await screenshots(page, 'hosted-second-step-fr', SCRATCH_DIR);
+    await page.getByLabel('Code reçu par SMS').fill('12');
+    await button(page, 'Vérifier').click();
+    await notice(page, 'alert', 'Saisissez les 6 chiffres du code.');
+    assert.ok(service.twilio.lastCodeFor(`+${phone}`), 'the SMS went out');
+
+    await button(page, 'Utiliser un code de secours').click();
+    await page.getByLabel('Code de secours (12 chiffres)').fill(backupCodes[0] ?? '');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Vous avez utilisé un code de secours pour vous connecter' }).waitFor();
+    await page
+      .getByText('Il reste 1 code de secours. Créez bientôt un nouveau jeu sur la page de votre compte.')
+      .waitFor();
+    await button(page, 'Continuer vers Acme web').click();
+    await signIn.back();
+    await context.close();
+  });
+
+  test('ui_locales wins over the browser’s languages once the service names the sign-in’s language', async (t) => {
+    const { context, page } = await pageIn('fr-FR');
+    const signIn = await startAt(page, { ui_locales: 'de' });
+    const description = await signIn.description;
+    if (!('language' in description)) {
+      await context.close();
+      t.skip('the service’s description of a sign-in does not name its language yet');
+      return;
+    }
+    assert.equal(description.language, 'de');
+    await page.getByText('Melden Sie sich an, um mit Acme web fortzufahren.').waitFor();
+    assert.equal(await lang(page), 'de');
+    await context.close();
+  });
+
+  test('English is unchanged; the cooldown counts down to an enabled “Send a new code”', async () => {
+    const { phone } = await userWithSmsAndBackupCodes('edgar');
+    const { context, page } = await pageIn('en-GB');
+    const signIn = await startAt(page);
+    await page.getByText('Sign in to continue to Acme web.').waitFor();
+    assert.equal(await lang(page), 'en');
+    assert.equal(await page.title(), 'Sign in to Acme web · MFA');
+    await page.getByLabel('Username').fill('edgar');
+    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
+    await button(page, 'Continue').click();
+    await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
+    assert.equal(await page.locator('#factor-who').textContent(), 'Signing in as edgar');
+
+    await nextResendInCooldown(page, 3);
+    await button(page, 'Send a new code').click();
+    await notice(page, 'status', 'The code sent moments ago still works.');
+    const first = button(page, /^Send a new code \(\d s\)$/);
+    assert.equal(await first.isDisabled(), true);
+    const before = await first.textContent();
+    assert.match(before ?? '', /\((3|2) s\)/);
+    await page.waitForTimeout(1100);
+    assert.notEqual(await button(page, /^Send a new code/).textContent(), before, 'it counts down');
+    const enabled = button(page, 'Send a new code');
+    await enabled.waitFor({ timeout: 5000 });
+    assert.equal(await enabled.isEnabled(), true, 'at 0 it can be pressed again');
+
+    await page.getByLabel('Code from the SMS').fill(service.twilio.lastCodeFor(`+${phone}`));
+    await button(page, 'Verify').click();
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd', 'sms']);
+    await context.close();
+  });
+
+  test('the password-reset page in Spanish (es-ES) and Portuguese (pt-PT), from the browser’s languages', async () => {
+    let { context, page } = await pageIn('es-ES');
+    await page.goto(`${stack.origin}/account/reset/?token=not-a-link-we-sent`);
+    await page.getByRole('heading', { name: 'Elige una contraseña nueva' }).waitFor();
+    assert.equal(await lang(page), 'es');
+    assert.equal(await page.title(), 'Elige una contraseña nueva');
+    await screenshots(page, 'reset-password-es');
+    const input = page.getByLabel('Contraseña nueva', { exact: true });
+    await input.fill('short');
+    await button(page, 'Establecer la contraseña nueva').click();
+    await notice(page, 'alert', 'Una contraseña necesita 8 caracteres o más.');
+    await input.fill('violet tugboat lantern');
+    await button(page, 'Establecer la contraseña nueva').click();
+    await notice(page, 'alert', /^Este enlace ya no funciona/);
+    await context.close();
+
+    ({ context, page } = await pageIn('pt-PT'));
+    await page.goto(`${stack.origin}/account/reset/`);
+    await page.getByRole('heading', { name: 'Abra a ligação do seu email' }).waitFor();
+    assert.equal(await lang(page), 'pt');
+    await page.getByRole('link', { name: 'Ir para o início de sessão' }).waitFor();
+    await context.close();
+  });
+
+  test('no script error in any language', () => {
+    assert.deepEqual(pageErrors, []);
+  });
+});
