@@ -80,8 +80,13 @@ export function createAccountView(api: Api, username: () => string) {
           if (api.isSignedIn) warn(t('account.errors.nothingChanged'), container);
           return;
         }
+        if (error instanceof ApiError && error.code === 'not_found') {
+          // The list is drawn again without it: the message goes above the list, not in a row that is gone.
+          await reload();
+          warn(describeError(error, step), factorsTitle);
+          return;
+        }
         warn(describeError(error, step), placeOf(error, container ?? section));
-        if (error instanceof ApiError && error.code === 'not_found') await reload();
       }
     });
   }
