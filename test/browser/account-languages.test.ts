@@ -158,7 +158,7 @@ describe('the account page in its users’ languages (CONTRACT §22)', () => {
     assert.equal(await focusedText(), 'Entfernen „SMS“');
     const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
     assert.ok(overflow <= 0, `the page is ${overflow} px wider than a 375 px screen`);
-    await factorItem('SMS').screenshot({ path: join(screenshotDir(), 'account-factor-menu-phone.png') });
+    await page.screenshot({ path: join(screenshotDir(), 'account-factor-menu-phone.png') });
 
     await page.keyboard.press('Escape');
     await rename.waitFor({ state: 'hidden' });

@@ -11,7 +11,9 @@ export function createFactorMenu(actions: HTMLElement, label: string, context: s
   opener.dataset.action = 'menu';
   opener.setAttribute('aria-expanded', 'false');
   opener.setAttribute('aria-controls', actions.id);
-  opener.append(el('span', { 'aria-hidden': 'true' }, ' ▾'));
+  // Points down while closed, up while open; hidden from the accessible name, which aria-expanded completes.
+  const arrow = el('span', { 'aria-hidden': 'true' }, ' ▾');
+  opener.append(arrow);
   const menu = el('div', { class: 'factor-menu' }, opener, actions);
 
   const isOpen = () => actions.classList.contains('is-open');
@@ -22,6 +24,7 @@ export function createFactorMenu(actions: HTMLElement, label: string, context: s
   function open() {
     actions.classList.add('is-open');
     opener.setAttribute('aria-expanded', 'true');
+    arrow.textContent = ' ▴';
     items()[0]?.focus();
   }
 
@@ -29,6 +32,7 @@ export function createFactorMenu(actions: HTMLElement, label: string, context: s
     if (!isOpen()) return;
     actions.classList.remove('is-open');
     opener.setAttribute('aria-expanded', 'false');
+    arrow.textContent = ' ▾';
     if (focusOpener) opener.focus();
   }
 
