@@ -33,6 +33,7 @@ import { findPageDir, loadPage, type Page, pageRoutes } from './http/routes/page
 import { passwordRoutes } from './http/routes/password.js';
 import { recoveryRoutes } from './http/routes/recovery.js';
 import { recoveryRequestRoutes } from './http/routes/recovery-requests.js';
+import { serviceDescriptionRoutes } from './http/routes/service-description.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
 import { webauthnRoutes } from './http/routes/webauthn.js';
@@ -539,6 +540,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       stylesheet: stylesheetName && `${config.issuer}/sign-in/assets/${stylesheetName}`,
     });
   });
+  serviceDescriptionRoutes(app, { serviceName: config.serviceName });
   oauthMetadataRoutes(app, { issuer: config.issuer, keys });
   adminRoutes(app, { accounts, emails, invites, clients, keys, audit, removal, webhooks, requireAdmin });
   operationsRoutes(app, {

@@ -1,20 +1,31 @@
 import { createFactorAdding, FACTOR_NAME } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
 import { createBackupCodesBox } from '../shared/backup-codes.js';
-import { button, byId, closeOnEscape, el, formattedPhone, timeAgo, whileBusy } from '../shared/dom.js';
+import { button, byId, closeOnEscape, el, formattedPhone, whileBusy } from '../shared/dom.js';
+import { dateTime, t } from '../shared/i18n.js';
 import { placeOf, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
+import { createFactorMenu } from './factor-menu.js';
+import { createLanguagePanel } from './language-panel.js';
 import { describeError, type Step } from './messages.js';
+import { onRedraw, setPageTitle, timeAgo } from './page-language.js';
 import { createPasswordPanel } from './password-panel.js';
 import { createRecoveryPanel, type RecoveryRequest } from './recovery-panel.js';
 
-const TYPE_LABELS: Record<Factor['type'], string> = {
-  webauthn: 'Passkey',
-  totp: 'Authenticator app',
-  sms: 'SMS codes',
-  email: 'Codes by email',
-};
+/** What each kind of factor is called, in the page's language. */
+function typeLabel(type: Factor['type']): string {
+  switch (type) {
+    case 'webauthn':
+      return t('account.factors.types.webauthn');
+    case 'totp':
+      return t('account.factors.types.totp');
+    case 'sms':
+      return t('account.factors.types.sms');
+    case 'email':
+      return t('account.factors.types.email');
+  }
+}
 
 /** GET /mfa/email-factor/: whether the service offers email codes, and the verified address ("" when none). */
 interface EmailCodes {
@@ -30,9 +41,13 @@ type BackupState = number | 'unknown' | 'off';
  * whether it signs in alone (a discoverable credential) or only as a second step.
  */
 function passkeyKind(factor: Factor): string {
-  const parts = [factor.authenticator ? `Passkey on ${factor.authenticator}` : TYPE_LABELS.webauthn];
-  parts.push(factor.synced ? 'synced across your devices' : 'on one device');
-  parts.push(factor.can_sign_in_alone ? 'signs in alone' : 'second step only');
+  const parts = [
+    factor.authenticator
+      ? t('account.factors.passkeyOn', { authenticator: factor.authenticator })
+      : typeLabel('webauthn'),
+  ];
+  parts.push(factor.synced ? t('account.factors.synced') : t('account.factors.oneDevice'));
+  parts.push(factor.can_sign_in_alone ? t('account.factors.signsInAlone') : t('account.factors.secondStepOnly'));
   return parts.join(' · ');
 }
 
@@ -51,8 +66,8 @@ export function createAccountView(api: Api, username: () => string) {
   let factorCount = 0;
   /** The last 4 digits of the account's phone, when it has one: the sign-in's SMS step names it. */
   let phoneEnding: string | undefined;
-
-  const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  /** What the list and the backup codes were last drawn from, to draw them again in another language. */
+  let drawn: { factors: Factor[]; emailCodes: EmailCodes; backup: BackupState } | undefined;
 
   /** Runs an action of the page; any error becomes a message, never an exception. */
   async function act(step: Step, container: HTMLElement | undefined, action: () => Promise<void>) {
@@ -62,19 +77,26 @@ export function createAccountView(api: Api, username: () => string) {
       } catch (error) {
         if (error instanceof SessionEnded) return; // the sign-in screen says so
         if (error instanceof Cancelled) {
-          if (api.isSignedIn) warn('Nothing was changed: that change needs you to confirm it is you.', container);
+          if (api.isSignedIn) warn(t('account.errors.nothingChanged'), container);
+          return;
+        }
+        if (error instanceof ApiError && error.code === 'not_found') {
+          // The list is drawn again without it: the message goes above the list, not in a row that is gone.
+          await reload();
+          warn(describeError(error, step), factorsTitle);
           return;
         }
         warn(describeError(error, step), placeOf(error, container ?? section));
-        if (error instanceof ApiError && error.code === 'not_found') await reload();
       }
     });
   }
 
   /** `afterBackupCode`: the sign-in spent a backup code, so the page says how many are left. */
   async function show({ afterBackupCode = false } = {}): Promise<void> {
+    // The stored language first, so that the account appears in it.
+    await languagePanel.load();
     section.hidden = false;
-    document.title = 'Sign-in security · Account security';
+    setPageTitle(() => t('account.documentTitle.account'));
     adding.closeForms();
     backupBox.close();
     let left: BackupState | undefined;
@@ -83,15 +105,15 @@ export function createAccountView(api: Api, username: () => string) {
     });
     title.focus();
     if (afterBackupCode && typeof left === 'number') {
-      const count = left === 1 ? '1 backup code is' : `${left} backup codes are`;
-      const advice = left <= 3 ? ' Create a new set soon.' : '';
-      if (left === 0) warn('You signed in with your last backup code. Create a new set now.', backupSummary);
-      else say(`You signed in with a backup code: ${count} left.${advice}`, backupSummary);
+      const used = t('account.backup.signedInWithCode', { count: left });
+      if (left === 0) warn(t('account.backup.signedInWithLast'), backupSummary);
+      else say(left <= 3 ? `${used} ${t('account.backup.createSoon')}` : used, backupSummary);
     }
   }
 
   function hide(): void {
     section.hidden = true;
+    drawn = undefined;
     adding.closeForms();
     backupBox.close();
     list.replaceChildren();
@@ -109,6 +131,7 @@ export function createAccountView(api: Api, username: () => string) {
     ]);
     recoveryPanel.render(recovery);
     const backup = factors.length > 0 ? await backupState() : 'off';
+    drawn = { factors, emailCodes, backup };
     renderFactors(factors, emailCodes);
     devicesPanel.render(devices);
     renderBackup(backup);
@@ -129,10 +152,7 @@ export function createAccountView(api: Api, username: () => string) {
 
   function renderFactors(factors: Factor[], emailCodes: EmailCodes) {
     factorCount = factors.length;
-    summary.textContent =
-      factors.length > 0
-        ? 'Two-step verification is on: after your password, signing in asks for your default way to verify (you can choose another of yours).'
-        : 'Two-step verification is off: your password alone signs you in.';
+    summary.textContent = factors.length > 0 ? t('account.summary.on') : t('account.summary.off');
     none.hidden = factors.length > 0;
     // The default first: it is what signing in asks for.
     const ordered = [...factors].sort((a, b) => Number(b.is_default) - Number(a.is_default));
@@ -152,26 +172,27 @@ export function createAccountView(api: Api, username: () => string) {
     ]);
     phoneHeld.hidden = !phone;
     phoneHeld.textContent = phone
-      ? `You already have a phone${phone.phone_number ? ` (ending ${phone.phone_number.slice(-4)})` : ''}. Remove it to add another number.`
+      ? phone.phone_number
+        ? t('account.factors.phoneHeldEnding', { ending: phone.phone_number.slice(-4) })
+        : t('account.factors.phoneHeld')
       : '';
   }
 
   function renderFactor(factor: Factor, isOnlyOne: boolean, email: string): HTMLLIElement {
-    const quoted = ` “${factor.name}”`;
+    const quoted = ` ${t('account.factors.quoted', { name: factor.name })}`;
     const kind =
       factor.type === 'sms' && factor.phone_number
-        ? `${TYPE_LABELS.sms} to ${formattedPhone(factor.phone_number)}`
+        ? t('account.factors.smsTo', { phone: formattedPhone(factor.phone_number) })
         : factor.type === 'email' && email
-          ? `${TYPE_LABELS.email} to ${email}`
+          ? t('account.factors.emailTo', { email })
           : factor.type === 'webauthn'
             ? passkeyKind(factor)
-            : TYPE_LABELS[factor.type];
+            : typeLabel(factor.type);
     /** "2 minutes ago", with the date and time for a pointer's tooltip. */
-    const when = (at: string) =>
-      el('time', { datetime: at, title: dateTimeFormat.format(new Date(at)) }, timeAgo(new Date(at)));
-    const rename = button('Rename', quoted);
-    const makeDefault = button('Make default', quoted);
-    const remove = button('Remove', quoted, 'danger');
+    const when = (at: string) => el('time', { datetime: at, title: dateTime(new Date(at)) }, timeAgo(new Date(at)));
+    const rename = button(t('account.factors.rename'), quoted);
+    const makeDefault = button(t('account.factors.makeDefault'), quoted);
+    const remove = button(t('account.factors.remove'), quoted, 'danger');
     rename.dataset.action = 'rename';
     remove.dataset.action = 'remove';
 
@@ -180,32 +201,40 @@ export function createAccountView(api: Api, username: () => string) {
     const renameForm = el(
       'form',
       { class: 'factor-form', hidden: '' },
-      el('div', { class: 'field' }, el('label', { for: nameInput.id }, `New name for${quoted}`), nameInput),
+      el(
+        'div',
+        { class: 'field' },
+        el('label', { for: nameInput.id }, t('account.factors.newName', { name: factor.name })),
+        nameInput,
+      ),
       el(
         'div',
         { class: 'actions' },
-        el('button', { type: 'submit' }, 'Save'),
-        el('button', { type: 'button', class: 'secondary', 'data-cancel': '' }, 'Cancel'),
+        el('button', { type: 'submit' }, t('account.factors.save')),
+        el('button', { type: 'button', class: 'secondary', 'data-cancel': '' }, t('account.factors.cancel')),
       ),
     );
-    const confirmRemove = el('button', { type: 'button', class: 'danger confirm' }, 'Yes, remove it');
-    const keep = el('button', { type: 'button', class: 'secondary', 'data-cancel': '' }, 'Keep it');
+    const confirmRemove = el('button', { type: 'button', class: 'danger confirm' }, t('account.factors.confirmRemove'));
+    const keep = el('button', { type: 'button', class: 'secondary', 'data-cancel': '' }, t('account.factors.keep'));
+    const consequence = isOnlyOne
+      ? ` ${t('account.factors.removeOnlyOne')}`
+      : factor.is_default
+        ? ` ${t('account.factors.removeDefault')}`
+        : '';
     const confirmBox = el(
       'div',
       { class: 'factor-form', hidden: '' },
-      el(
-        'p',
-        {},
-        `Remove${quoted}? Signing in will no longer accept it.`,
-        isOnlyOne
-          ? ' It is your only way to verify: two-step verification turns off.'
-          : factor.is_default
-            ? ' Another of your ways to verify becomes the default.'
-            : '',
-      ),
+      el('p', {}, t('account.factors.removeQuestion', { name: factor.name }), consequence),
       el('div', { class: 'actions' }, confirmRemove, keep),
     );
-    const actions = el('div', { class: 'actions' }, rename, ...(factor.is_default ? [] : [makeDefault]), remove);
+    const actions = el(
+      'div',
+      { class: 'actions', id: `actions-${factor.id}` },
+      rename,
+      ...(factor.is_default ? [] : [makeDefault]),
+      remove,
+    );
+    const menu = createFactorMenu(actions, t('account.factors.manage'), quoted);
     const item = el(
       'li',
       { 'data-factor-id': factor.id },
@@ -213,19 +242,21 @@ export function createAccountView(api: Api, username: () => string) {
         'div',
         { class: 'factor-head' },
         el('span', { class: 'factor-name' }, factor.name),
-        ...(factor.is_default ? [el('span', { class: 'badge' }, 'Default')] : []),
+        ...(factor.is_default ? [el('span', { class: 'badge' }, t('account.factors.default'))] : []),
       ),
       el('p', { class: 'factor-type' }, kind),
       el(
         'p',
         { class: 'factor-dates' },
-        'Added ',
+        `${t('account.factors.added')} `,
         when(factor.created_at),
-        ' · Last used ',
-        factor.last_used_at ? when(factor.last_used_at) : 'never',
+        ' · ',
+        ...(factor.last_used_at
+          ? [`${t('account.factors.lastUsed')} `, when(factor.last_used_at)]
+          : [t('account.factors.neverUsed')]),
       ),
       el('p', { class: 'notice', hidden: '' }),
-      actions,
+      menu.element,
       renameForm,
       confirmBox,
     );
@@ -239,7 +270,7 @@ export function createAccountView(api: Api, username: () => string) {
     const cancelRename = () => {
       renameForm.hidden = true;
       nameInput.value = factor.name;
-      rename.focus();
+      menu.focusTarget(rename).focus();
     };
     renameForm.querySelector('[data-cancel]')?.addEventListener('click', cancelRename);
     closeOnEscape(renameForm, cancelRename);
@@ -247,14 +278,14 @@ export function createAccountView(api: Api, username: () => string) {
       event.preventDefault();
       const name = nameInput.value.trim();
       if (!FACTOR_NAME.test(name)) {
-        warn('A name has 1 to 64 characters.', item);
+        warn(t('account.factors.nameLength'), item);
         nameInput.focus();
         return;
       }
       void act('other', renameForm, async () => {
         await api.call('PATCH', `mfa/factors/${encodeURIComponent(factor.id)}/`, { body: { name } });
         await reload();
-        say(`Renamed to “${name}”.`, factorNamed(factor.id));
+        say(t('account.factors.renamed', { name }), factorNamed(factor.id));
         focusInFactor(factor.id, 'rename');
       });
     });
@@ -262,7 +293,7 @@ export function createAccountView(api: Api, username: () => string) {
       act('other', actions, async () => {
         await api.call('PATCH', `mfa/factors/${encodeURIComponent(factor.id)}/`, { body: { is_default: true } });
         await reload();
-        say(`“${factor.name}” is now your default: signing in asks for it first.`, factorNamed(factor.id));
+        say(t('account.factors.madeDefault', { name: factor.name }), factorNamed(factor.id));
         focusInFactor(factor.id, 'rename');
       }),
     );
@@ -273,7 +304,7 @@ export function createAccountView(api: Api, username: () => string) {
     });
     const keepIt = () => {
       confirmBox.hidden = true;
-      remove.focus();
+      menu.focusTarget(remove).focus();
     };
     keep.addEventListener('click', keepIt);
     closeOnEscape(confirmBox, keepIt);
@@ -284,15 +315,15 @@ export function createAccountView(api: Api, username: () => string) {
         } catch (error) {
           if (error instanceof Cancelled) {
             confirmBox.hidden = true;
-            remove.focus();
+            menu.focusTarget(remove).focus();
           }
           throw error;
         }
         await reload();
         say(
           isOnlyOne
-            ? `Removed “${factor.name}”. Two-step verification is now off: your password alone signs you in.`
-            : `Removed “${factor.name}”.`,
+            ? t('account.factors.removedLast', { name: factor.name })
+            : t('account.factors.removed', { name: factor.name }),
           factorsTitle,
         );
         factorsTitle.focus();
@@ -305,8 +336,11 @@ export function createAccountView(api: Api, username: () => string) {
     return list.querySelector<HTMLElement>(`li[data-factor-id="${CSS.escape(id)}"]`);
   }
 
+  /** Focuses the factor's action, or its menu button where the actions hide behind one (a narrow screen). */
   function focusInFactor(id: string, action: string) {
-    factorNamed(id)?.querySelector<HTMLElement>(`[data-action="${action}"]`)?.focus();
+    const target = factorNamed(id)?.querySelector<HTMLElement>(`[data-action="${action}"]`);
+    const menu = factorNamed(id)?.querySelector<HTMLElement>('[data-action="menu"]');
+    (menu && getComputedStyle(menu).display !== 'none' ? menu : target)?.focus();
   }
 
   function renderBackup(state: BackupState) {
@@ -314,15 +348,15 @@ export function createAccountView(api: Api, username: () => string) {
     // too while a new set is on screen: a click there would cancel the codes being saved.
     backupCreate.hidden = state === 'off' || backupBox.isOpen;
     backupCreate.textContent =
-      typeof state === 'number' && state > 0 ? 'Create new backup codes' : 'Create backup codes';
+      typeof state === 'number' && state > 0 ? t('account.backup.createNew') : t('account.backup.create');
     backupSummary.textContent =
       state === 'off'
-        ? 'Backup codes come with two-step verification: add a way to verify first.'
+        ? t('account.backup.off')
         : state === 'unknown'
-          ? 'Single-use codes for the day you cannot use your other factors. A new set cancels any earlier one.'
+          ? t('account.backup.unknown')
           : state === 0
-            ? 'You have no unused backup codes. Create a set and keep it somewhere safe.'
-            : `You have ${state} unused backup code${state === 1 ? '' : 's'}. A new set cancels these.`;
+            ? t('account.backup.none')
+            : t('account.backup.left', { count: state });
   }
 
   // Adding a factor (web/shared/add-factor.ts): the API under mfa/, and the list shows the new one.
@@ -339,13 +373,20 @@ export function createAccountView(api: Api, username: () => string) {
         return;
       }
       showBackupCodes(codes);
-      say(`${message} Save these backup codes now: if you lose it, a code signs you in instead.`, backupBox.list);
+      say(`${message} ${t('account.backup.saveNow')}`, backupBox.list);
     },
   });
 
   const passwordPanel = createPasswordPanel(api, act, reload);
   const devicesPanel = createDevicesPanel(api, act, reload);
   const recoveryPanel = createRecoveryPanel(api, act);
+  const languagePanel = createLanguagePanel(api, act);
+  // Another language: what the page drew is drawn again from what it last had (forms it had open close).
+  onRedraw(() => {
+    if (section.hidden || !drawn) return;
+    renderFactors(drawn.factors, drawn.emailCodes);
+    renderBackup(drawn.backup);
+  });
   // Back from the notice mail in another tab: the request it tells of shows, with its Cancel button.
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState !== 'visible' || section.hidden || !api.isSignedIn) return;
@@ -365,6 +406,7 @@ export function createAccountView(api: Api, username: () => string) {
 
   function showBackupCodes(codes: string[]) {
     backupBox.show(codes);
+    if (drawn) drawn.backup = codes.length;
     renderBackup(codes.length);
   }
 
@@ -372,7 +414,7 @@ export function createAccountView(api: Api, username: () => string) {
     act('other', backupCreate.parentElement ?? undefined, async () => {
       const { backup_codes } = await api.call<{ backup_codes: string[] }>('POST', 'mfa/recovery/');
       showBackupCodes(backup_codes);
-      say('New backup codes made; any earlier ones no longer work.', backupBox.list);
+      say(t('account.backup.made'), backupBox.list);
     }),
   );
 
@@ -394,6 +436,8 @@ export function createAccountView(api: Api, username: () => string) {
     show,
     hide,
     reload,
+    /** The browser's languages again, once the account is left. */
+    forgetLanguage: () => languagePanel.forget(),
     get phoneEnding() {
       return phoneEnding;
     },

@@ -2,9 +2,11 @@
 // was remembered and last used; forgetting one makes it ask again. Changing the second factors
 // forgets them all, on the service's side.
 import { button, byId, el } from '../shared/dom.js';
+import { dateTime, t } from '../shared/i18n.js';
 import { say } from '../shared/notices.js';
 import type { Api } from './api.js';
 import type { Step } from './messages.js';
+import { onRedraw } from './page-language.js';
 
 type Act = (step: Step, container: HTMLElement | undefined, action: () => Promise<void>) => Promise<void>;
 
@@ -20,22 +22,23 @@ export function createDevicesPanel(api: Api, act: Act, reload: () => Promise<unk
   const panel = byId('devices-panel');
   const title = byId('devices-title');
   const list = byId('device-list');
-  const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
-  const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+  let shown: RememberedDevice[] = [];
 
   /** Shown only while there is a device to forget: most apps never offer to remember one. */
   function render(devices: RememberedDevice[]) {
+    shown = devices;
     panel.hidden = devices.length === 0;
     list.replaceChildren(...devices.map(renderDevice));
   }
+  onRedraw(() => render(shown));
 
   function renderDevice(device: RememberedDevice): HTMLLIElement {
-    const forget = button('Forget', ` “${device.browser}”`);
+    const forget = button(t('account.devices.forget'), ` ${t('account.factors.quoted', { name: device.browser })}`);
     forget.addEventListener('click', () =>
       act('other', item, async () => {
         await api.call('DELETE', `mfa/devices/${encodeURIComponent(device.id)}/`);
         await reload();
-        say(`${device.browser} forgotten: it asks for the second step again.`, title);
+        say(t('account.devices.forgotten', { browser: device.browser }), title);
         title.focus();
       }),
     );
@@ -46,7 +49,11 @@ export function createDevicesPanel(api: Api, act: Act, reload: () => Promise<unk
       el(
         'p',
         { class: 'factor-dates' },
-        `Remembered ${dateFormat.format(new Date(device.created_at))} · Last used ${dateTimeFormat.format(new Date(device.last_used_at))} · Until ${dateFormat.format(new Date(device.expires_at))}`,
+        t('account.devices.dates', {
+          remembered: dateTime(new Date(device.created_at), 'date'),
+          used: dateTime(new Date(device.last_used_at)),
+          until: dateTime(new Date(device.expires_at), 'date'),
+        }),
       ),
       el('p', { class: 'notice', hidden: '' }),
       el('div', { class: 'actions' }, forget),

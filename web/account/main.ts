@@ -1,13 +1,19 @@
 // The account page (CONTRACT §17): sign in, then manage second factors and backup codes. Served by
 // the service at <base>/account/; everything it calls is on the same origin, under <base>/.
 import { type PublicKeyCredentialCreationOptionsJSON, startRegistration } from '@simplewebauthn/browser';
+import { fetchJson } from '../shared/api-error.js';
 import { byId, whileBusy } from '../shared/dom.js';
+import { addEnglish, t } from '../shared/i18n.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { Method } from '../shared/sign-in.js';
 import { createAccountView } from './account-view.js';
 import { createApi, type Tokens } from './api.js';
+import en from './locales/en.json' with { type: 'json' };
 import { describeError } from './messages.js';
+import { setPageTitle, showLanguage } from './page-language.js';
 import { createAccountSignIn } from './sign-in.js';
+
+addEnglish(en);
 
 const base = new URL('../', location.href);
 const who = byId('who');
@@ -22,8 +28,7 @@ const api = createApi(base, {
     return signIn.stepUp(username, challenge, account.phoneEnding);
   },
   sessionEnded: () => {
-    leaveAccount();
-    warn('Your session has ended. Sign in again.', byId('sign-in'));
+    void leaveAccount().then(() => warn(t('account.session.ended'), byId('sign-in')));
   },
 });
 
@@ -40,31 +45,31 @@ const signIn = createAccountSignIn(api, {
   signedIn,
   backToAccount() {
     byId('account').hidden = false;
-    document.title = 'Sign-in security · Account security';
+    setPageTitle(() => t('account.documentTitle.account'));
   },
 });
 
-function leaveAccount() {
+/** Back to the sign-in, in the browser's languages again (the stored one was the account's). */
+async function leaveAccount(): Promise<void> {
   username = '';
   who.hidden = true;
   signOut.hidden = true;
   account.hide();
+  await account.forgetLanguage();
   signIn.start();
 }
 
 signOut.addEventListener('click', () => {
   const refreshToken = api.forgetTokens();
-  leaveAccount();
+  const left = leaveAccount();
   if (!refreshToken) return;
   signOut.disabled = true;
-  Promise.all([api.revoke(refreshToken), api.endBrowserSession()])
-    .then(() => say('You are signed out.', byId('sign-in')))
-    .catch(() =>
-      warn(
-        'You are signed out of this page, but the service could not be told; sign out again later.',
-        byId('sign-in'),
-      ),
-    )
+  Promise.all([api.revoke(refreshToken), api.endBrowserSession(), left])
+    .then(() => say(t('account.session.signedOut'), byId('sign-in')))
+    .catch(async () => {
+      await left;
+      warn(t('account.session.notTold'), byId('sign-in'));
+    })
     .finally(() => {
       signOut.disabled = false;
     });
@@ -79,11 +84,11 @@ function openInvite(invite: string) {
   const section = byId('invite');
   const form = byId<HTMLFormElement>('invite-form');
   section.hidden = false;
-  document.title = 'Create your passkey · Account security';
+  setPageTitle(() => t('account.documentTitle.invite'));
   byId('invite-title').focus();
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    const name = byId<HTMLInputElement>('invite-name').value.trim() || 'Passkey';
+    const name = byId<HTMLInputElement>('invite-name').value.trim() || t('account.invite.defaultName');
     void whileBusy(form, async () => {
       try {
         const { options } = await api.send<{ options: PublicKeyCredentialCreationOptionsJSON }>(
@@ -99,7 +104,7 @@ function openInvite(invite: string) {
         api.useTokens(accepted);
         section.hidden = true;
         clearNotices();
-        say(`Passkey “${name}” created: you are signed in with it.`);
+        say(t('account.invite.created', { name }));
         signedIn(accepted.username);
       } catch (error) {
         warn(describeError(error, 'passkey'), form);
@@ -108,6 +113,23 @@ function openInvite(invite: string) {
   });
 }
 
+/** Issue 31: the header names the service (SERVICE_NAME), as the hosted sign-in does; left out if it cannot be had. */
+async function showServiceName() {
+  try {
+    const { service_name } = (await fetchJson(new URL('mfa/service/', base), { credentials: 'omit' })) as {
+      service_name: string;
+    };
+    const shown = byId('service-name');
+    shown.textContent = service_name;
+    shown.hidden = !service_name;
+  } catch {
+    // An older service without GET /mfa/service/: the header says "Account security" alone.
+  }
+}
+
+void showServiceName();
+// The browser's languages until someone signs in (the sign-in screen appears in them).
+await showLanguage(null);
 const invite = /^#invite=([A-Za-z0-9_-]+)$/.exec(location.hash)?.[1];
 if (invite) openInvite(invite);
 else signIn.start();

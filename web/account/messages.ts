@@ -1,6 +1,7 @@
 // What the account page says about the errors of managing its factors (removal, step-up); every
 // other error (signing in, adding a factor) is described as on any page, by web/shared/messages.ts.
 import { ApiError } from '../shared/api-error.js';
+import { t } from '../shared/i18n.js';
 import * as shared from '../shared/messages.js';
 
 /** What the person was doing, for the errors whose meaning depends on it. */
@@ -15,11 +16,11 @@ export function describeError(error: unknown, step: Step = 'other'): string {
 function describeAccountApiError(error: ApiError): string | undefined {
   switch (error.code) {
     case 'mfa_not_enabled':
-      return 'Add a way to verify first.';
+      return t('account.errors.mfaNotEnabled');
     case 'not_found':
-      return 'That factor no longer exists; the list is now up to date.';
+      return t('account.errors.notFound');
     case 'insufficient_user_authentication':
-      return 'This change needs you to confirm it is you.';
+      return t('account.errors.stepUpNeeded');
     default:
       return undefined;
   }

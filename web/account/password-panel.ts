@@ -2,9 +2,11 @@
 // removed once two passkeys can sign in instead. Each is a sensitive change: the service may ask
 // to confirm it is you first (the API's RFC 9470 step-up), and then the change goes on.
 import { byId, closeOnEscape } from '../shared/dom.js';
+import { t } from '../shared/i18n.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { Api } from './api.js';
 import type { Step } from './messages.js';
+import { onRedraw } from './page-language.js';
 
 type Act = (step: Step, container: HTMLElement | undefined, action: () => Promise<void>) => Promise<void>;
 
@@ -22,19 +24,22 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<un
   const next = byId<HTMLInputElement>('new-password');
   const removeBox = byId('password-remove-box');
   let hasPassword = true;
+  let passkeyCount = 0;
 
   function render(withPassword: boolean, passkeys: number) {
     hasPassword = withPassword;
+    passkeyCount = passkeys;
     summary.textContent = withPassword
       ? passkeys >= 2
-        ? 'You sign in with your password, or a passkey alone. With two passkeys you may do without the password.'
-        : 'You sign in with your password (and the second step, once you have a way to verify).'
-      : 'Your account has no password: you sign in with your passkeys.';
+        ? t('account.password.withPasskeys')
+        : t('account.password.withPassword')
+      : t('account.password.none');
     buttons.change.hidden = !withPassword;
     buttons.add.hidden = withPassword;
     buttons.remove.hidden = !withPassword || passkeys < 2;
     close();
   }
+  onRedraw(() => render(hasPassword, passkeyCount));
 
   function close() {
     form.hidden = true;
@@ -46,7 +51,7 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<un
     close();
     clearNotices();
     currentField.hidden = !hasPassword;
-    byId('password-change-title').textContent = hasPassword ? 'Change your password' : 'Add a password';
+    byId('password-change-title').textContent = hasPassword ? t('account.password.change') : t('account.password.add');
     form.hidden = false;
     (hasPassword ? current : next).focus();
   }
@@ -63,7 +68,7 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<un
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     if ([...next.value].length < 8) {
-      warn('A password has 8 characters or more.', next);
+      warn(t('account.password.tooShort'), next);
       next.focus();
       return;
     }
@@ -74,7 +79,7 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<un
       await api.call('PUT', 'mfa/password/', { body });
       const added = !hasPassword;
       await reload();
-      say(added ? 'Password added.' : 'Password changed. Your other sign-ins were ended.', title);
+      say(added ? t('account.password.added') : t('account.password.changed'), title);
       title.focus();
     });
   });
@@ -95,7 +100,7 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<un
     act('other', removeBox, async () => {
       await api.call('DELETE', 'mfa/password/');
       await reload();
-      say('Password removed: you sign in with your passkeys.', title);
+      say(t('account.password.removed'), title);
       title.focus();
     }),
   );

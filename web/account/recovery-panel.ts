@@ -2,9 +2,11 @@
 // page says so with a button that cancels it; a sign-in with a second factor has already cancelled
 // one made before it, and the page says that too while the request would still have been waiting.
 import { byId } from '../shared/dom.js';
+import { dateTime, t } from '../shared/i18n.js';
 import { say } from '../shared/notices.js';
 import type { Api } from './api.js';
 import type { Step } from './messages.js';
+import { onRedraw } from './page-language.js';
 
 type Act = (step: Step, container: HTMLElement | undefined, action: () => Promise<void>) => Promise<void>;
 
@@ -18,27 +20,28 @@ export function createRecoveryPanel(api: Api, act: Act) {
   const title = byId('recovery-title');
   const summary = byId('recovery-summary');
   const cancel = byId<HTMLButtonElement>('recovery-cancel');
-  const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'long', timeStyle: 'short' });
+  let shown: RecoveryRequest = { state: 'none', ready_at: null };
 
   function render(request: RecoveryRequest) {
+    shown = request;
     const readyAt = request.ready_at ? new Date(request.ready_at) : undefined;
     const isWaiting = request.state === 'waiting';
     const wasJustCancelled = request.state === 'cancelled' && readyAt !== undefined && readyAt > new Date();
     panel.hidden = !readyAt || !(isWaiting || wasJustCancelled);
     cancel.hidden = !isWaiting;
     if (panel.hidden || !readyAt) return;
-    const when = dateTimeFormat.format(readyAt);
-    title.textContent = isWaiting ? 'Someone asked to recover your account' : 'A recovery request was cancelled';
+    title.textContent = isWaiting ? t('account.recovery.waitingTitle') : t('account.recovery.cancelledTitle');
     summary.textContent = isWaiting
-      ? `Someone with your password asked to remove your ways to verify. Unless you cancel it, that can happen from ${when}. If it was not you, cancel it and change your password.`
-      : 'Someone with your password had asked to remove your ways to verify; it was cancelled when you signed in. If it was not you, change your password.';
+      ? t('account.recovery.waiting', { when: dateTime(readyAt, 'long') })
+      : t('account.recovery.cancelled');
   }
+  onRedraw(() => render(shown));
 
   cancel.addEventListener('click', () =>
     act('other', panel, async () => {
       await api.call('DELETE', 'mfa/recovery-request/');
       render(await api.call<RecoveryRequest>('GET', 'mfa/recovery-request/'));
-      say('Recovery cancelled: your ways to verify stay as they are.', title);
+      say(t('account.recovery.done'), title);
       title.focus();
     }),
   );

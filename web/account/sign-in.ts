@@ -1,7 +1,9 @@
 // The account page's sign-in: the shared steps (web/shared/sign-in.ts) sent to the token endpoint's
 // password grant, and the same screen re-authenticating when a change needs a fresh login (RFC 9470).
+import { t } from '../shared/i18n.js';
 import { createSignIn, type Method, type StepAnswer } from '../shared/sign-in.js';
 import { type Api, isTokens, type MfaRequired, PASSKEY_GRANT, type StepUpChallenge, type Tokens } from './api.js';
+import { setPageTitle } from './page-language.js';
 
 export interface AccountSignInHooks {
   /** A first login finished: show the account (`method`: its second step's, if it had one). */
@@ -10,13 +12,16 @@ export interface AccountSignInHooks {
   backToAccount(): void;
 }
 
-const FIRST_SIGN_IN = {
-  title: 'Sign in',
-  intro: 'Sign in to manage how you prove it is you: passkeys, authenticator apps, SMS codes and backup codes.',
-  documentTitle: 'Sign in · Account security',
-  cancellable: false,
-  offersPasskey: true,
-};
+/** The first sign-in's screen, in the page's language of the moment. */
+function firstSignIn() {
+  return {
+    title: t('account.signIn.title'),
+    intro: t('account.signIn.intro'),
+    documentTitle: t('account.documentTitle.signIn'),
+    cancellable: false,
+    offersPasskey: true,
+  };
+}
 
 export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
   /** The login in progress: the password is kept (in memory) only until the second step ends. */
@@ -109,19 +114,19 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
   /** The sign-in screen, empty. */
   function start(): void {
     settleStepUp(false);
-    steps.start(FIRST_SIGN_IN);
+    setPageTitle(() => t('account.documentTitle.signIn'));
+    steps.start(firstSignIn());
   }
 
   /** Re-authenticates `username` (RFC 9470): true once new tokens are in use, false if cancelled. */
   function stepUp(username: string, challenge: StepUpChallenge, phoneEnding?: string): Promise<boolean> {
     settleStepUp(false);
     focusBefore = document.activeElement instanceof HTMLElement ? document.activeElement : undefined;
+    setPageTitle(() => t('account.documentTitle.confirm'));
     steps.start({
-      title: 'Confirm it is you',
-      intro: challenge.acrValues
-        ? 'This change needs a recent sign-in with two-step verification. Enter your password, then verify as you do when you sign in.'
-        : 'This change needs a recent sign-in. Enter your password again.',
-      documentTitle: 'Confirm it is you · Account security',
+      title: t('account.confirm.title'),
+      intro: challenge.acrValues ? t('account.confirm.introTwoSteps') : t('account.confirm.introPassword'),
+      documentTitle: t('account.documentTitle.confirm'),
       username,
       cancellable: true,
       // Re-authenticating proves it is the same person: a passkey sign-in could be anyone's.
