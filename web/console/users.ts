@@ -80,6 +80,14 @@ const FACTOR_WORDS: Record<string, () => string> = {
   sms: () => t('console.users.factorTypes.sms'),
   totp: () => t('console.users.factorTypes.totp'),
   webauthn: () => t('console.users.factorTypes.webauthn'),
+  email: () => t('console.users.factorTypes.email'),
+};
+/** The names the service gives a factor when its person names none (src/mfa/factors/). */
+const DEFAULT_NAMES: Record<string, string> = {
+  sms: 'SMS',
+  totp: 'Authenticator app',
+  webauthn: 'Passkey',
+  email: 'Email',
 };
 const METHOD_WORDS: Record<string, () => string> = {
   pwd: () => t('console.users.methods.pwd'),
@@ -105,12 +113,14 @@ function eventWords(event: SecurityEvent): string {
   return `${type.charAt(0).toUpperCase()}${type.slice(1)}: ${words(event.outcome)}`;
 }
 
-/** "Authenticator app, the default"; the type is left out when the name says it already. */
+/**
+ * "Authenticator app, the default"; the type is left out when the name says it already, in the
+ * page's language or as the service names a factor by default.
+ */
 function factorWords(factor: { type: string; name: string; is_default: boolean }): string {
   const type = FACTOR_WORDS[factor.type]?.() ?? factor.type;
-  const words = [factor.name === type ? '' : type, factor.is_default ? t('console.users.theDefault') : ''].filter(
-    Boolean,
-  );
+  const isNamedByType = factor.name === type || factor.name === DEFAULT_NAMES[factor.type];
+  const words = [isNamedByType ? '' : type, factor.is_default ? t('console.users.theDefault') : ''].filter(Boolean);
   return words.join(', ') || t('console.users.notTheDefault');
 }
 
