@@ -250,6 +250,15 @@ describe('the operators’ console in the browser’s language (CONTRACT §22)',
     assert.equal(await french.evaluate('document.documentElement.lang'), 'fr');
   });
 
+  test('the console asks the hosted sign-in for its own language (ui_locales)', async () => {
+    const page = await pageIn('pt-BR');
+    const authorization = page.waitForRequest((request) => new URL(request.url()).searchParams.has('code_challenge'));
+    await page.goto(consoleUrl());
+    assert.equal(new URL((await authorization).url()).searchParams.get('ui_locales'), 'pt');
+    await page.context().close();
+    contexts.splice(contexts.indexOf(page.context()), 1);
+  });
+
   test('English is unchanged, and a browser in a language not shipped (Japanese) gets English', async () => {
     const page = await consoleIn('ja-JP', 'olga', 'Users', operator.code);
     await page.getByRole('heading', { name: 'Users', level: 1 }).waitFor();
