@@ -28,7 +28,7 @@ function hoursFrom(since: string): number[] {
 
 /**
  * uPlot's date formats for its axes and legend ("{M}/{D}", "{h}{aa}", a line each) written as the
- * page's language writes those parts (27.11., 14 Uhr) rather than in uPlot's American English.
+ * page's language writes those parts (27.11., 14:00) rather than in uPlot's American English.
  */
 function localDates(template: string): (date: Date) => string {
   const lines = template.split('\n').map((line) => {
@@ -38,8 +38,8 @@ function localDates(template: string): (date: Date) => string {
     else if (/\{MM?\}/.test(line)) options.month = 'numeric';
     if (/\{DD?\}/.test(line)) options.day = 'numeric';
     if (/\{WWWW?\}/.test(line)) options.weekday = 'short';
-    if (/\{[hH]{1,2}\}/.test(line)) options.hour = 'numeric';
-    if (/\{mm\}/.test(line)) options.minute = '2-digit';
+    // An hour alone is written with its minutes (12:00, not a bare 12, which some languages give).
+    if (/\{[hH]{1,2}\}/.test(line)) Object.assign(options, { hour: 'numeric', minute: '2-digit' });
     if (/\{ss\}/.test(line)) options.second = '2-digit';
     if (Object.keys(options).length === 0) return () => line;
     const format = new Intl.DateTimeFormat(locale(), options);
