@@ -2,6 +2,8 @@
 // sized to its container and redrawn when that changes. The numbers also stand in text beside
 // each chart (a canvas says nothing to a screen reader).
 import uPlot from 'uplot';
+import { t } from '../shared/i18n.js';
+import { locale } from './formats.js';
 
 const HOUR_SECONDS = 3600;
 
@@ -24,6 +26,28 @@ function hoursFrom(since: string): number[] {
   return hours;
 }
 
+/**
+ * uPlot's date formats for its axes and legend ("{M}/{D}", "{h}{aa}", a line each) written as the
+ * page's language writes those parts (27.11., 14:00) rather than in uPlot's American English.
+ */
+function localDates(template: string): (date: Date) => string {
+  const lines = template.split('\n').map((line) => {
+    const options: Intl.DateTimeFormatOptions = {};
+    if (/\{YY(YY)?\}/.test(line)) options.year = 'numeric';
+    if (/\{MMMM?\}/.test(line)) options.month = 'short';
+    else if (/\{MM?\}/.test(line)) options.month = 'numeric';
+    if (/\{DD?\}/.test(line)) options.day = 'numeric';
+    if (/\{WWWW?\}/.test(line)) options.weekday = 'short';
+    // An hour alone is written with its minutes (12:00, not a bare 12, which some languages give).
+    if (/\{[hH]{1,2}\}/.test(line)) Object.assign(options, { hour: 'numeric', minute: '2-digit' });
+    if (/\{ss\}/.test(line)) options.second = '2-digit';
+    if (Object.keys(options).length === 0) return () => line;
+    const format = new Intl.DateTimeFormat(locale(), options);
+    return (date: Date) => format.format(date);
+  });
+  return (date) => lines.map((line) => line(date)).join('\n');
+}
+
 /** Draws the series into `container` (replacing what was there); answers a function that removes it. */
 export function drawHourly(container: HTMLElement, since: string, series: HourlySeries[], unit: string): () => void {
   const hours = hoursFrom(since);
@@ -37,9 +61,10 @@ export function drawHourly(container: HTMLElement, since: string, series: Hourly
       width: widthOf(),
       height: 260,
       scales: { x: { time: true }, y: { range: (_plot, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
+      fmtDate: localDates,
       axes: [{}, { label: unit, size: 56 }],
       series: [
-        { label: 'Hour' },
+        { label: t('console.chart.hour') },
         ...series.map((one, index) => ({
           label: one.label,
           stroke: one.colour ?? COLOURS[index % COLOURS.length],
@@ -59,9 +84,4 @@ export function drawHourly(container: HTMLElement, since: string, series: Hourly
     plot.destroy();
     container.replaceChildren();
   };
-}
-
-/** "1,234": numbers grouped as the reader's language does. */
-export function count(value: number): string {
-  return new Intl.NumberFormat().format(value);
 }

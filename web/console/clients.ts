@@ -2,6 +2,7 @@
 // rotated; a secret is shown once, when it is made. The console's own client is built in: shown,
 // never edited here (the service writes it again at every start).
 import { byId, closeOnEscape, el, whileBusy } from '../shared/dom.js';
+import { t } from '../shared/i18n.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { ConsoleApi } from './api.js';
 import { copyOnClick } from './copy-field.js';
@@ -52,12 +53,12 @@ export function createClientsView(
       ...clients.map((client) => {
         const isBuiltIn = client.client_id === hooks.consoleClientId;
         const actions = el('td', {});
-        if (isBuiltIn) actions.append(el('span', { class: 'hint' }, 'built in'));
+        if (isBuiltIn) actions.append(el('span', { class: 'hint' }, t('console.clients.builtIn')));
         else {
           const edit = el(
             'button',
             { type: 'button', class: 'secondary' },
-            'Edit',
+            t('console.clients.edit'),
             el('span', { class: 'visually-hidden' }, ` ${client.name}`),
           );
           edit.addEventListener('click', () => openForm(client, edit));
@@ -68,8 +69,14 @@ export function createClientsView(
           {},
           el('th', { scope: 'row' }, client.name),
           el('td', { class: 'id' }, client.client_id),
-          el('td', {}, client.token_endpoint_auth_method === 'none' ? 'public' : 'confidential'),
-          el('td', {}, client.redirect_uris.join(' ') || '—'),
+          el(
+            'td',
+            {},
+            client.token_endpoint_auth_method === 'none'
+              ? t('console.clients.public')
+              : t('console.clients.confidential'),
+          ),
+          el('td', {}, client.redirect_uris.join(' ') || t('console.common.none')),
           actions,
         );
       }),
@@ -83,8 +90,10 @@ export function createClientsView(
     opener = from;
     secretBox.hidden = true;
     rotateBox.hidden = true;
-    byId('client-form-title').textContent = client ? `Edit ${client.name}` : 'New client';
-    byId('client-save').textContent = client ? 'Save the changes' : 'Create the client';
+    byId('client-form-title').textContent = client
+      ? t('console.clients.editTitle', { name: client.name })
+      : t('console.clients.new');
+    byId('client-save').textContent = client ? t('console.clients.save') : t('console.clients.create');
     byId('client-rotate').hidden = !client || client.token_endpoint_auth_method === 'none';
     for (const name of TEXT_FIELDS) field<HTMLInputElement>(name).value = client?.[name] ?? defaults[name];
     for (const name of LIST_FIELDS) field<HTMLTextAreaElement>(name).value = client?.[name].join('\n') ?? '';
@@ -111,7 +120,7 @@ export function createClientsView(
 
   /** A secret, shown this once. */
   function showSecret(client: Client, secret: string): void {
-    byId('client-secret-for').textContent = `The secret of ${client.name} (${client.client_id}), shown this once:`;
+    byId('client-secret-for').textContent = t('console.clients.secretFor', { name: client.name, id: client.client_id });
     byId<HTMLInputElement>('client-secret').value = secret;
     secretBox.hidden = false;
     byId('client-secret').focus();
@@ -131,7 +140,10 @@ export function createClientsView(
     form.hidden = true;
     opener = undefined;
     await show();
-    say(`${saved.name} is ${wasNew ? 'created' : 'saved'}.`, list);
+    say(
+      wasNew ? t('console.clients.created', { name: saved.name }) : t('console.clients.saved', { name: saved.name }),
+      list,
+    );
     if (saved.client_secret) showSecret(saved, saved.client_secret);
     else byId('clients-title').focus();
   }
@@ -148,7 +160,7 @@ export function createClientsView(
     }
     form.hidden = true;
     rotateBox.hidden = true;
-    say(`${client.name} has a new secret; the old one no longer works.`, list);
+    say(t('console.clients.rotated', { name: client.name }), list);
     showSecret(client, answer.client_secret);
   }
 
@@ -172,9 +184,8 @@ export function createClientsView(
   closeOnEscape(form, closeForm);
   byId('client-rotate').addEventListener('click', () => {
     if (!editing) return;
-    byId('client-rotate-question').textContent =
-      `Give ${editing.name} a new secret? The current one stops working at once: the app needs the new one.`;
-    byId('client-rotate-yes').textContent = `Yes, rotate ${editing.name}’s secret`;
+    byId('client-rotate-question').textContent = t('console.clients.rotateQuestion', { name: editing.name });
+    byId('client-rotate-yes').textContent = t('console.clients.rotateConfirm', { name: editing.name });
     rotateBox.hidden = false;
     byId('client-rotate-yes').focus();
   });

@@ -2,17 +2,22 @@
 // through the hosted sign-in (auth.ts); every view reads and changes through the admin API with
 // the operator's access token, which must come from a sign-in with a second factor, and from one
 // within STEP_UP_MAX_AGE for a change: then the console signs in again and comes back to the change.
+// It is in the browser's language (CONTRACT §22: the first of the five shipped, else English).
 import { byId } from '../shared/dom.js';
+import { addEnglish, t, useLanguage } from '../shared/i18n.js';
 import { describeError } from '../shared/messages.js';
 import { clearNotices } from '../shared/notices.js';
 import { type ConsoleApi, createConsoleApi, refusalOf } from './api.js';
 import { consoleClientId, land, type Resume, signIn, signOut } from './auth.js';
 import { createClientsView } from './clients.js';
+import en from './locales/en.json' with { type: 'json' };
 import { createSignInsView } from './sign-ins.js';
 import { createSigningKeysView } from './signing-keys.js';
 import { createSmsView } from './sms.js';
 import { createUsersView, type UserAction } from './users.js';
 import { createWebhooksView } from './webhooks.js';
+
+addEnglish(en);
 
 const VIEWS = ['users', 'sms', 'sign-ins', 'clients', 'webhooks', 'signing-keys'] as const;
 type View = (typeof VIEWS)[number];
@@ -37,21 +42,17 @@ function showGate(
   gateResume = { resume: { view: location.hash }, how: options.signInAgain ?? {} };
   byId('gate-account').hidden = !options.account;
   gate.hidden = false;
-  document.title = `${title} · Operators’ console`;
+  document.title = `${title} · ${t('console.title')}`;
   byId('gate-title').focus();
 }
 
 gateSignIn.addEventListener('click', () => void signIn(gateResume.resume, gateResume.how));
 byId('sign-out').addEventListener('click', () => void signOut());
 
-const NOT_OPERATOR = [
-  'You are not an operator',
-  'This account cannot use the console. An operator grants the role with npm run admin -- grant-operator followed by your username.',
-] as const;
-const NEEDS_SECOND_FACTOR = [
-  'Add a passkey or an authenticator app',
-  'The console needs a sign-in with a passkey or an authenticator app. Add one to your account, then sign in again with it.',
-] as const;
+// Functions, not constants: the texts are looked up once the page's language is known.
+const notOperator = () => [t('console.gate.notOperator.title'), t('console.gate.notOperator.text')] as const;
+const needsSecondFactor = () =>
+  [t('console.gate.needsSecondFactor.title'), t('console.gate.needsSecondFactor.text')] as const;
 
 /**
  * What a refusal of the admin API asks: sign in again (an expired token; a change that needs a
@@ -66,10 +67,10 @@ function refused(error: unknown, resume?: Resume): boolean {
       void signIn(resume ?? { view: location.hash }, { fresh: true });
       return true;
     case 'not-operator':
-      showGate(...NOT_OPERATOR);
+      showGate(...notOperator());
       return true;
     case 'second-factor':
-      showGate(...NEEDS_SECOND_FACTOR, { signInAgain: { strong: true }, account: true });
+      showGate(...needsSecondFactor(), { signInAgain: { strong: true }, account: true });
       return true;
     default:
       return false;
@@ -107,12 +108,12 @@ function open(api: ConsoleApi, username: string, resume: Resume | undefined) {
       if (link.hash === `#${name}`) link.setAttribute('aria-current', 'page');
       else link.removeAttribute('aria-current');
     }
-    document.title = `${byId(`${name}-title`).textContent} · Operators’ console`;
+    document.title = `${byId(`${name}-title`).textContent} · ${t('console.title')}`;
     if (focus) byId(`${name}-title`).focus();
     try {
       await shows[name]();
     } catch (error) {
-      if (!refused(error)) showGate('The console could not load', describe(error), { signInAgain: {} });
+      if (!refused(error)) showGate(t('console.gate.couldNotLoad'), describe(error), { signInAgain: {} });
     }
   }
 
@@ -129,18 +130,19 @@ function open(api: ConsoleApi, username: string, resume: Resume | undefined) {
 }
 
 async function start(): Promise<void> {
+  await useLanguage();
   const landing = await land();
   switch (landing.kind) {
     case 'redirecting':
       return;
     case 'signed-out':
-      showGate('You are signed out', 'Sign in to use the console again.', { signInAgain: {} });
+      showGate(t('console.gate.signedOut.title'), t('console.gate.signedOut.text'), { signInAgain: {} });
       return;
     case 'refused':
       if (landing.error === 'unmet_authentication_requirements') {
-        showGate(...NEEDS_SECOND_FACTOR, { signInAgain: { strong: true }, account: true });
+        showGate(...needsSecondFactor(), { signInAgain: { strong: true }, account: true });
       } else {
-        showGate('The sign-in did not finish', landing.description || landing.error, { signInAgain: {} });
+        showGate(t('console.gate.signInUnfinished'), landing.description || landing.error, { signInAgain: {} });
       }
       return;
     case 'signed-in': {
@@ -151,4 +153,4 @@ async function start(): Promise<void> {
   }
 }
 
-start().catch((error) => showGate('The console could not start', describe(error), { signInAgain: {} }));
+start().catch((error) => showGate(t('console.gate.couldNotStart'), describe(error), { signInAgain: {} }));

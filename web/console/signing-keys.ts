@@ -1,8 +1,10 @@
 // Signing keys (CONTRACT §21): every key, newest first, with what it does now; a rotation after a
 // confirmation (the new keys sign at once; the old ones stay published while their tokens live).
 import { byId, closeOnEscape, el, whileBusy } from '../shared/dom.js';
+import { t } from '../shared/i18n.js';
 import { say, warn } from '../shared/notices.js';
 import type { ConsoleApi } from './api.js';
+import { shortDateTime } from './formats.js';
 
 interface SigningKey {
   kid: string;
@@ -11,10 +13,10 @@ interface SigningKey {
   state: 'active' | 'published' | 'retired';
 }
 
-const STATE_WORDS: Record<SigningKey['state'], string> = {
-  active: 'Signs',
-  published: 'Published: its tokens still live',
-  retired: 'Retired',
+const STATE_WORDS: Record<SigningKey['state'], () => string> = {
+  active: () => t('console.keys.states.active'),
+  published: () => t('console.keys.states.published'),
+  retired: () => t('console.keys.states.retired'),
 };
 
 export function createSigningKeysView(
@@ -35,8 +37,8 @@ export function createSigningKeysView(
           // The start tells keys apart (as in a token's header); the whole of it is the cell's title.
           el('td', { class: 'kid', title: key.kid }, `${key.kid.slice(0, 8)}…`),
           el('td', {}, key.alg),
-          el('td', {}, STATE_WORDS[key.state]),
-          el('td', {}, new Date(key.created_at).toLocaleString([], { dateStyle: 'short', timeStyle: 'short' })),
+          el('td', {}, STATE_WORDS[key.state]()),
+          el('td', {}, shortDateTime(new Date(key.created_at))),
         ),
       ),
     );
@@ -65,7 +67,7 @@ export function createSigningKeysView(
         }
         confirm.hidden = true;
         await show();
-        say('New keys sign from now on; the old ones stay published until the tokens they signed expire.', table);
+        say(t('console.keys.rotated'), table);
         rotate.focus();
       }),
   );

@@ -1,9 +1,11 @@
 // SMS (CONTRACT §15, §21): enrolment SMS per country per hour over the last 7 days as a chart,
 // each country's budget this hour, and the paused countries with Resume.
 import { byId, el, whileBusy } from '../shared/dom.js';
+import { t } from '../shared/i18n.js';
 import { say, warn } from '../shared/notices.js';
 import type { ConsoleApi } from './api.js';
-import { count, drawHourly } from './charts.js';
+import { drawHourly } from './charts.js';
+import { clockTime, count } from './formats.js';
 
 interface CountryRow {
   country: string;
@@ -12,11 +14,6 @@ interface CountryRow {
   pause_threshold: number;
   paused_until: string | null;
   resumed_at: string | null;
-}
-
-/** "14:05": the hour and minute, as the reader's language writes them. */
-function clockTime(iso: string): string {
-  return new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 }
 
 export function createSmsView(
@@ -49,14 +46,17 @@ export function createSmsView(
       chart,
       stats.since,
       totals.map((one) => ({ label: one.country, counts: one.counts })),
-      'SMS sent',
+      t('console.sms.unit'),
     );
+    const total = totals.reduce((sum, one) => sum + one.total, 0);
     byId('sms-summary').textContent =
       totals.length === 0
-        ? 'No enrolment SMS in the last 7 days.'
-        : `${count(totals.reduce((sum, one) => sum + one.total, 0))} enrolment SMS in the last 7 days: ${totals
-            .map((one) => `${one.country} ${count(one.total)}`)
-            .join(', ')}.`;
+        ? t('console.sms.noSends')
+        : t('console.sms.summary', {
+            count: total,
+            total: count(total),
+            countries: totals.map((one) => `${one.country} ${count(one.total)}`).join(', '),
+          });
     renderCountries(countries);
   }
 
@@ -68,13 +68,17 @@ export function createSmsView(
           const resume = el(
             'button',
             { type: 'button', class: 'secondary' },
-            'Resume',
+            t('console.sms.resume'),
             el('span', { class: 'visually-hidden' }, ` ${row.country}`),
           );
           resume.addEventListener('click', () => void whileBusy(table, () => resumeCountry(row.country)));
-          state.append(`Paused until ${clockTime(row.paused_until)} `, resume);
+          state.append(`${t('console.sms.pausedUntil', { time: clockTime(new Date(row.paused_until)) })} `, resume);
         } else {
-          state.append(row.resumed_at ? `Resumed at ${clockTime(row.resumed_at)}` : 'Sending');
+          state.append(
+            row.resumed_at
+              ? t('console.sms.resumedAt', { time: clockTime(new Date(row.resumed_at)) })
+              : t('console.sms.sending'),
+          );
         }
         return el(
           'tr',
@@ -97,7 +101,7 @@ export function createSmsView(
       return;
     }
     await show();
-    say(`Enrolment SMS to ${country} are sent again for the rest of this hour.`, table);
+    say(t('console.sms.resumed', { country }), table);
     byId('sms-title').focus();
   }
 

@@ -2,9 +2,11 @@
 // factors, logins, remembered devices and recent events; reset their MFA, end their sessions, or
 // delete them, each after a confirmation that names them.
 import { byId, closeOnEscape, el, timeAgo, whileBusy } from '../shared/dom.js';
+import { currentLanguage, t } from '../shared/i18n.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { ConsoleApi } from './api.js';
 import { copyOnClick } from './copy-field.js';
+import { dateAndTime, dateOnly, listOf, timeOfDay, withNodes } from './formats.js';
 
 interface UserSummary {
   id: string;
@@ -40,56 +42,68 @@ interface SecurityEvent {
 /** The changes an operator makes to a user, each confirmed by name. */
 const ACTIONS = {
   unlock: {
-    question: (name: string) =>
-      `Unlock ${name}? Their wrong passwords and codes are forgotten, and they can try again at once.`,
-    confirm: (name: string) => `Yes, unlock ${name}`,
+    question: (name: string) => t('console.users.actions.unlock.question', { name }),
+    confirm: (name: string) => t('console.users.actions.unlock.confirm', { name }),
     call: (api: ConsoleApi, id: string) => api.call('POST', `users/${id}/unlock`),
-    done: (name: string) => `${name} can sign in again.`,
+    done: (name: string) => t('console.users.actions.unlock.done', { name }),
   },
   invite: {
-    question: (name: string) =>
-      `Send ${name} an invite? The link lets whoever opens it make ${name}’s first passkey and sign in with it; an earlier link stops working.`,
-    confirm: (name: string) => `Yes, make an invite for ${name}`,
+    question: (name: string) => t('console.users.actions.invite.question', { name }),
+    confirm: (name: string) => t('console.users.actions.invite.confirm', { name }),
     call: (api: ConsoleApi, id: string) => api.call('POST', `users/${id}/invite`),
-    done: (name: string) => `An invite for ${name} is made: send them the link below.`,
+    done: (name: string) => t('console.users.actions.invite.done', { name }),
   },
   'reset-mfa': {
-    question: (name: string) =>
-      `Reset ${name}’s MFA? Every way to verify and every backup code of ${name} is removed, and all of ${name}’s sessions end.`,
-    confirm: (name: string) => `Yes, reset ${name}’s MFA`,
+    question: (name: string) => t('console.users.actions.resetMfa.question', { name }),
+    confirm: (name: string) => t('console.users.actions.resetMfa.confirm', { name }),
     call: (api: ConsoleApi, id: string) => api.call('DELETE', `users/${id}/mfa`),
-    done: (name: string) => `${name}’s MFA is reset: they sign in with their password alone and can add a new factor.`,
+    done: (name: string) => t('console.users.actions.resetMfa.done', { name }),
   },
   'end-sessions': {
-    question: (name: string) =>
-      `End all of ${name}’s sessions? Every app signs ${name} out, and their remembered devices are forgotten.`,
-    confirm: (name: string) => `Yes, end ${name}’s sessions`,
+    question: (name: string) => t('console.users.actions.endSessions.question', { name }),
+    confirm: (name: string) => t('console.users.actions.endSessions.confirm', { name }),
     call: (api: ConsoleApi, id: string) => api.call('DELETE', `users/${id}/sessions`),
-    done: (name: string) => `All of ${name}’s sessions have ended.`,
+    done: (name: string) => t('console.users.actions.endSessions.done', { name }),
   },
   delete: {
-    question: (name: string) =>
-      `Delete ${name}? The account and everything about it is removed; this cannot be undone.`,
-    confirm: (name: string) => `Yes, delete ${name}`,
+    question: (name: string) => t('console.users.actions.delete.question', { name }),
+    confirm: (name: string) => t('console.users.actions.delete.confirm', { name }),
     call: (api: ConsoleApi, id: string) => api.call('DELETE', `users/${id}`),
-    done: (name: string) => `${name} is deleted.`,
+    done: (name: string) => t('console.users.actions.delete.done', { name }),
   },
 } as const;
 
 export type UserAction = keyof typeof ACTIONS;
 
-const FACTOR_WORDS: Record<string, string> = { sms: 'SMS', totp: 'Authenticator app', webauthn: 'Passkey' };
-const METHOD_WORDS: Record<string, string> = {
-  pwd: 'password',
-  sms: 'SMS code',
-  otp: 'authenticator app',
-  hwk: 'passkey',
-  swk: 'passkey',
-  mfa: 'second factor',
+// Functions, not constants: the words are looked up in the page's language when they are shown.
+const FACTOR_WORDS: Record<string, () => string> = {
+  sms: () => t('console.users.factorTypes.sms'),
+  totp: () => t('console.users.factorTypes.totp'),
+  webauthn: () => t('console.users.factorTypes.webauthn'),
+  email: () => t('console.users.factorTypes.email'),
+};
+/** The names the service gives a factor when its person names none (src/mfa/factors/). */
+const DEFAULT_NAMES: Record<string, string> = {
+  sms: 'SMS',
+  totp: 'Authenticator app',
+  webauthn: 'Passkey',
+  email: 'Email',
+};
+const METHOD_WORDS: Record<string, () => string> = {
+  pwd: () => t('console.users.methods.pwd'),
+  sms: () => t('console.users.methods.sms'),
+  otp: () => t('console.users.methods.otp'),
+  hwk: () => t('console.users.methods.hwk'),
+  swk: () => t('console.users.methods.swk'),
+  mfa: () => t('console.users.methods.mfa'),
 };
 
-/** "mfa_disabled · reset_by_operator" in words: "MFA disabled: reset by operator". */
+/**
+ * "mfa_disabled · reset_by_operator" in words: "MFA disabled: reset by operator". The type and
+ * outcome are identifiers (the audit trail's, the API's): other languages show them as they are.
+ */
 function eventWords(event: SecurityEvent): string {
+  if (currentLanguage() !== 'en') return `${event.type}: ${event.outcome}`;
   const words = (text: string) =>
     text
       .replaceAll('_', ' ')
@@ -99,16 +113,20 @@ function eventWords(event: SecurityEvent): string {
   return `${type.charAt(0).toUpperCase()}${type.slice(1)}: ${words(event.outcome)}`;
 }
 
-/** "Authenticator app, the default"; the type is left out when the name says it already. */
+/**
+ * "Authenticator app, the default"; the type is left out when the name says it already, in the
+ * page's language or as the service names a factor by default.
+ */
 function factorWords(factor: { type: string; name: string; is_default: boolean }): string {
-  const type = FACTOR_WORDS[factor.type] ?? factor.type;
-  const words = [factor.name === type ? '' : type, factor.is_default ? 'the default' : ''].filter(Boolean);
-  return words.join(', ') || 'not the default';
+  const type = FACTOR_WORDS[factor.type]?.() ?? factor.type;
+  const isNamedByType = factor.name === type || factor.name === DEFAULT_NAMES[factor.type];
+  const words = [isNamedByType ? '' : type, factor.is_default ? t('console.users.theDefault') : ''].filter(Boolean);
+  return words.join(', ') || t('console.users.notTheDefault');
 }
 
 function when(iso: string): HTMLElement {
   const date = new Date(iso);
-  return el('time', { datetime: iso, title: date.toLocaleString() }, timeAgo(date));
+  return el('time', { datetime: iso, title: dateAndTime(date) }, timeAgo(date));
 }
 
 export function createUsersView(
@@ -147,14 +165,18 @@ export function createUsersView(
           el(
             'span',
             { class: 'hint' },
-            ` ${[user.email, user.mfa_enabled ? 'MFA on' : 'MFA off', user.is_operator ? 'operator' : '']
+            ` ${[
+              user.email,
+              user.mfa_enabled ? t('console.users.mfaOn') : t('console.users.mfaOff'),
+              user.is_operator ? t('console.users.operator') : '',
+            ]
               .filter(Boolean)
               .join(' · ')}`,
           ),
         ),
       );
     }
-    if (!append && page.users.length === 0) results.append(el('li', { class: 'hint' }, 'No user matches.'));
+    if (!append && page.users.length === 0) results.append(el('li', { class: 'hint' }, t('console.users.noMatch')));
     nextAfter = page.next_after;
     more.hidden = nextAfter === undefined;
   }
@@ -181,16 +203,16 @@ export function createUsersView(
     const locked = byId('user-locked');
     locked.hidden = user.locked_until === null;
     locked.textContent = user.locked_until
-      ? `Too many wrong passwords or codes: sign-ins wait until ${new Date(user.locked_until).toLocaleTimeString()}.`
+      ? t('console.users.locked', { time: timeOfDay(new Date(user.locked_until)) })
       : '';
     byId('user-unlock').hidden = user.locked_until === null;
     // An invite makes an account's first passkey: only for an account without second factors.
     byId('user-invite').hidden = user.mfa_enabled;
     byId('user-facts').textContent = [
-      user.email ?? 'no email address',
-      user.mfa_enabled ? 'MFA on' : 'MFA off',
-      user.is_operator ? 'operator' : '',
-      `created ${new Date(user.created_at).toLocaleDateString()}`,
+      user.email ?? t('console.users.noEmail'),
+      user.mfa_enabled ? t('console.users.mfaOn') : t('console.users.mfaOff'),
+      user.is_operator ? t('console.users.operator') : '',
+      t('console.users.created', { date: dateOnly(new Date(user.created_at)) }),
     ]
       .filter(Boolean)
       .join(' · ');
@@ -202,10 +224,12 @@ export function createUsersView(
           {},
           el('strong', {}, factor.name),
           ` · ${factorWords(factor)} · `,
-          factor.last_used_at ? el('span', {}, 'last used ', when(factor.last_used_at)) : 'never used',
+          factor.last_used_at
+            ? el('span', {}, ...withNodes(t('console.users.lastUsed'), { when: when(factor.last_used_at) }))
+            : t('console.users.neverUsed'),
         ),
       ),
-      'No way to verify: the password alone signs in.',
+      t('console.users.noFactor'),
     );
     listOrNone(
       'user-sessions',
@@ -214,21 +238,36 @@ export function createUsersView(
           'li',
           {},
           // The password grant without client credentials names no registered client.
-          el('strong', {}, login.client_name ?? (login.client_id === 'public' ? 'Password grant' : login.client_id)),
-          ` · signed in `,
-          when(login.signed_in_at),
-          ` with ${login.amr.map((method) => METHOD_WORDS[method] ?? method).join(' and ')} · last active `,
-          when(login.last_refreshed_at),
+          el(
+            'strong',
+            {},
+            login.client_name ?? (login.client_id === 'public' ? t('console.users.passwordGrant') : login.client_id),
+          ),
+          ' · ',
+          ...withNodes(
+            t('console.users.signedIn', {
+              methods: listOf(login.amr.map((method) => METHOD_WORDS[method]?.() ?? method)),
+            }),
+            { when: when(login.signed_in_at) },
+          ),
+          ' · ',
+          ...withNodes(t('console.users.lastActive'), { when: when(login.last_refreshed_at) }),
         ),
       ),
-      'No session.',
+      t('console.users.noSession'),
     );
     listOrNone(
       'user-devices',
       user.remembered_devices.map((device) =>
-        el('li', {}, el('strong', {}, device.browser), ' · last used ', when(device.last_used_at)),
+        el(
+          'li',
+          {},
+          el('strong', {}, device.browser),
+          ' · ',
+          ...withNodes(t('console.users.lastUsed'), { when: when(device.last_used_at) }),
+        ),
       ),
-      'No remembered device.',
+      t('console.users.noDevice'),
     );
     listOrNone(
       'user-events',
@@ -237,10 +276,12 @@ export function createUsersView(
           'li',
           {},
           when(event.occurred_at),
-          ` · ${eventWords(event)}${event.client_address ? ` · from ${event.client_address}` : ''}`,
+          ` · ${eventWords(event)}${
+            event.client_address ? ` · ${t('console.users.from', { address: event.client_address })}` : ''
+          }`,
         ),
       ),
-      'No event.',
+      t('console.users.noEvent'),
     );
   }
 
@@ -327,7 +368,7 @@ export function createUsersView(
       await openUser(userId);
       if (!shown || !(action in ACTIONS)) return;
       ask(action, byId(`user-${action}`));
-      say('You signed in again. Confirm to go on.', confirmBox);
+      say(t('console.users.signedInAgain'), confirmBox);
     },
   };
 }

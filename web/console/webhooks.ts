@@ -1,9 +1,11 @@
 // Webhooks (CONTRACT §16, §21): the endpoints, one added (its secret shown once) or removed, and
 // an endpoint's recent deliveries with their status, a done one sent again.
 import { byId, closeOnEscape, el, timeAgo, whileBusy } from '../shared/dom.js';
+import { t } from '../shared/i18n.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { ConsoleApi } from './api.js';
 import { copyOnClick } from './copy-field.js';
+import { count } from './formats.js';
 
 interface Endpoint {
   id: string;
@@ -50,14 +52,14 @@ export function createWebhooksView(
         const deliveries = el(
           'button',
           { type: 'button', class: 'secondary' },
-          'Deliveries',
-          el('span', { class: 'visually-hidden' }, ` to ${endpoint.url}`),
+          t('console.webhooks.deliveries'),
+          el('span', { class: 'visually-hidden' }, ` ${t('console.webhooks.toUrl', { url: endpoint.url })}`),
         );
         deliveries.addEventListener('click', () => act(list, () => showDeliveries(endpoint)));
         const remove = el(
           'button',
           { type: 'button', class: 'secondary' },
-          'Remove',
+          t('console.webhooks.remove'),
           el('span', { class: 'visually-hidden' }, ` ${endpoint.url}`),
         );
         remove.addEventListener('click', () => askRemove(endpoint, remove));
@@ -76,15 +78,15 @@ export function createWebhooksView(
   async function showDeliveries(endpoint: Endpoint): Promise<void> {
     shown = endpoint;
     const { deliveries } = await api.call<{ deliveries: Delivery[] }>('GET', `webhooks/${endpoint.id}/deliveries`);
-    byId('webhook-deliveries-title').textContent = `Deliveries to ${endpoint.url}`;
+    byId('webhook-deliveries-title').textContent = t('console.webhooks.deliveriesTo', { url: endpoint.url });
     byId('webhook-delivery-list').replaceChildren(
       ...deliveries.slice(0, 50).map((delivery) => {
         const state = el(
           'td',
           {},
           delivery.status === 'pending'
-            ? 'Waiting'
-            : `${delivery.status === 'succeeded' ? 'Delivered' : 'Failed'}${delivery.response_status ? ` (${delivery.response_status})` : ''}`,
+            ? t('console.webhooks.waiting')
+            : `${delivery.status === 'succeeded' ? t('console.webhooks.delivered') : t('console.webhooks.failed')}${delivery.response_status ? ` (${delivery.response_status})` : ''}`,
         );
         // The latest attempt of a done delivery can be sent again.
         const isLatest = deliveries.find((other) => other.event_id === delivery.event_id) === delivery;
@@ -92,7 +94,7 @@ export function createWebhooksView(
           const again = el(
             'button',
             { type: 'button', class: 'secondary' },
-            'Send again',
+            t('console.webhooks.sendAgain'),
             el('span', { class: 'visually-hidden' }, ` ${delivery.type} ${delivery.event_id}`),
           );
           again.addEventListener('click', () => act(deliveriesPanel, () => redeliver(endpoint, delivery)));
@@ -102,8 +104,8 @@ export function createWebhooksView(
           'tr',
           {},
           el('td', {}, delivery.type),
-          el('td', {}, delivery.attempted_at ? timeAgo(new Date(delivery.attempted_at)) : '—'),
-          el('td', { class: 'number' }, String(delivery.attempt)),
+          el('td', {}, delivery.attempted_at ? timeAgo(new Date(delivery.attempted_at)) : t('console.common.none')),
+          el('td', { class: 'number' }, count(delivery.attempt)),
           state,
         );
       }),
@@ -116,14 +118,13 @@ export function createWebhooksView(
   async function redeliver(endpoint: Endpoint, delivery: Delivery): Promise<void> {
     await api.call('POST', `webhooks/${endpoint.id}/deliveries/${delivery.event_id}/redeliver`);
     await showDeliveries(endpoint);
-    say(`The ${delivery.type} event is sent again within moments.`, deliveriesPanel);
+    say(t('console.webhooks.sentAgain', { type: delivery.type }), deliveriesPanel);
   }
 
   function askRemove(endpoint: Endpoint, from: HTMLElement): void {
     removing = endpoint;
     opener = from;
-    byId('webhook-remove-question').textContent =
-      `Remove the endpoint ${endpoint.url}? It receives no more events, and its waiting deliveries are dropped.`;
+    byId('webhook-remove-question').textContent = t('console.webhooks.removeQuestion', { url: endpoint.url });
     removeBox.hidden = false;
     byId('webhook-remove-yes').focus();
   }
@@ -142,7 +143,7 @@ export function createWebhooksView(
     opener = undefined;
     if (shown?.id === endpoint.id) deliveriesPanel.hidden = true;
     await show();
-    say(`${endpoint.url} is removed.`, list);
+    say(t('console.webhooks.removed', { url: endpoint.url }), list);
     byId('webhooks-title').focus();
   }
 
@@ -156,8 +157,8 @@ export function createWebhooksView(
     });
     form.reset();
     await show();
-    say(`${created.url} is added.`, list);
-    byId('webhook-secret-for').textContent = `The signing secret of ${created.url}, shown this once:`;
+    say(t('console.webhooks.added', { url: created.url }), list);
+    byId('webhook-secret-for').textContent = t('console.webhooks.secretFor', { url: created.url });
     byId<HTMLInputElement>('webhook-secret').value = created.secret ?? '';
     byId('webhook-secret-box').hidden = false;
     byId('webhook-secret').focus();
