@@ -1,7 +1,7 @@
 import { createFactorAdding, FACTOR_NAME } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
 import { createBackupCodesBox } from '../shared/backup-codes.js';
-import { button, byId, closeOnEscape, el, formattedPhone, whileBusy } from '../shared/dom.js';
+import { button, byId, closeOnEscape, el, formattedPhone, timeAgo, whileBusy } from '../shared/dom.js';
 import { dateTime, t } from '../shared/i18n.js';
 import { placeOf, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
@@ -9,7 +9,7 @@ import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
 import { createFactorMenu } from './factor-menu.js';
 import { createLanguagePanel } from './language-panel.js';
 import { describeError, type Step } from './messages.js';
-import { onRedraw, setPageTitle, timeAgo } from './page-language.js';
+import { onRedraw, setPageTitle } from './page-language.js';
 import { createPasswordPanel } from './password-panel.js';
 import { createRecoveryPanel, type RecoveryRequest } from './recovery-panel.js';
 

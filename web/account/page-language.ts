@@ -2,7 +2,7 @@
 // the language stored for them (GET /mfa/language/), else the browser's again. What the page draws
 // itself is drawn again after every switch, even to the language already shown: useLanguage
 // rewrites every data-i18n element, and some of those the page has set otherwise since.
-import { currentLanguage, type Language, t, useLanguage } from '../shared/i18n.js';
+import { type Language, t, useLanguage } from '../shared/i18n.js';
 
 const redraws: (() => void)[] = [];
 let pageTitle = () => t('account.title');
@@ -24,21 +24,4 @@ export async function showLanguage(language?: Language | null): Promise<Language
 export function setPageTitle(title: () => string): void {
   pageTitle = title;
   document.title = title();
-}
-
-/** "just now", "2 minutes ago", "yesterday" in the page's language; a time ahead of this device's clock counts as now. */
-export function timeAgo(when: Date, now = new Date()): string {
-  const seconds = Math.max(0, (now.getTime() - when.getTime()) / 1000);
-  if (seconds < 60) return t('account.time.justNow');
-  const format = new Intl.RelativeTimeFormat(currentLanguage(), { numeric: 'auto' });
-  const units: [Intl.RelativeTimeFormatUnit, number][] = [
-    ['minute', 60],
-    ['hour', 3600],
-    ['day', 86_400],
-    ['month', 30 * 86_400],
-    ['year', 365 * 86_400],
-  ];
-  let chosen = units[0] as [Intl.RelativeTimeFormatUnit, number];
-  for (const unit of units) if (seconds >= unit[1]) chosen = unit;
-  return format.format(-Math.floor(seconds / chosen[1]), chosen[0]);
 }
