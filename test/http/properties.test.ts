@@ -224,6 +224,7 @@ const ENDPOINTS: readonly Endpoint[] = [
   endpoint('GET', '/.well-known/oauth-authorization-server', 'none'),
   endpoint('GET', '/.well-known/openid-configuration', 'none'),
   endpoint('GET', '/.well-known/jwks.json', 'none'),
+  endpoint('GET', '/mfa/service/', 'none'),
   // Fixture tokens were granted no scope: 403 insufficient_scope.
   endpoint('GET', '/mfa/oauth2/userinfo/', 'access_token', { mayAnswer2xx: false }),
   endpoint('POST', '/mfa/oauth2/userinfo/', 'access_token'),

@@ -2,8 +2,7 @@
 // sized to its container and redrawn when that changes. The numbers also stand in text beside
 // each chart (a canvas says nothing to a screen reader).
 import uPlot from 'uplot';
-import { t } from '../shared/i18n.js';
-import { locale } from './formats.js';
+import { pageLocale, t } from '../shared/i18n.js';
 
 const HOUR_SECONDS = 3600;
 
@@ -42,7 +41,7 @@ function localDates(template: string): (date: Date) => string {
     if (/\{[hH]{1,2}\}/.test(line)) Object.assign(options, { hour: 'numeric', minute: '2-digit' });
     if (/\{ss\}/.test(line)) options.second = '2-digit';
     if (Object.keys(options).length === 0) return () => line;
-    const format = new Intl.DateTimeFormat(locale(), options);
+    const format = new Intl.DateTimeFormat(pageLocale(), options);
     return (date: Date) => format.format(date);
   });
   return (date) => lines.map((line) => line(date)).join('\n');

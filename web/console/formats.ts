@@ -1,52 +1,40 @@
-// How the console writes numbers, times and lists: in the page's language (web/shared/i18n.ts),
-// and in the browser's own variant of it when the browser names one (en-GB writes 14:05 where en-US
-// writes 2:05 PM, pt-BR and pt-PT write dates apart).
-import { currentLanguage } from '../shared/i18n.js';
-
-/** The browser's first tag in the page's language (en-GB, pt-BR), else the language alone. */
-export function locale(): string {
-  const language = currentLanguage();
-  const tag = navigator.languages.find((found) => found.toLowerCase().split(/[-_]/)[0] === language);
-  try {
-    return tag ? (Intl.getCanonicalLocales(tag)[0] ?? language) : language;
-  } catch {
-    return language;
-  }
-}
+// How the console writes numbers, times and lists: in the page's locale (web/shared/i18n.ts's
+// pageLocale, the browser's own variant of the page's language).
+import { pageLocale } from '../shared/i18n.js';
 
 /** "1,234" (English), "1.234" (German): a number grouped as the page's language does. */
 export function count(value: number): string {
-  return new Intl.NumberFormat(locale()).format(value);
+  return new Intl.NumberFormat(pageLocale()).format(value);
 }
 
 /** The date and time of `date`, in full (a title that explains "2 hours ago"). */
 export function dateAndTime(date: Date): string {
-  return date.toLocaleString(locale());
+  return date.toLocaleString(pageLocale());
 }
 
 /** The date of `date` alone. */
 export function dateOnly(date: Date): string {
-  return date.toLocaleDateString(locale());
+  return date.toLocaleDateString(pageLocale());
 }
 
 /** A short date and time, for a table cell. */
 export function shortDateTime(date: Date): string {
-  return date.toLocaleString(locale(), { dateStyle: 'short', timeStyle: 'short' });
+  return date.toLocaleString(pageLocale(), { dateStyle: 'short', timeStyle: 'short' });
 }
 
 /** "14:05": the hour and minute. */
 export function clockTime(date: Date): string {
-  return date.toLocaleTimeString(locale(), { hour: '2-digit', minute: '2-digit' });
+  return date.toLocaleTimeString(pageLocale(), { hour: '2-digit', minute: '2-digit' });
 }
 
 /** The full time of day, seconds too. */
 export function timeOfDay(date: Date): string {
-  return date.toLocaleTimeString(locale());
+  return date.toLocaleTimeString(pageLocale());
 }
 
 /** "password and authenticator app": `items` as one list, as the page's language joins them. */
 export function listOf(items: readonly string[]): string {
-  return new Intl.ListFormat(locale(), { type: 'conjunction' }).format(items);
+  return new Intl.ListFormat(pageLocale(), { type: 'conjunction' }).format(items);
 }
 
 /**

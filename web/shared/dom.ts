@@ -1,5 +1,5 @@
 // Small DOM helpers: the page builds its elements from tags and text only (never HTML strings).
-import { currentLanguage, onLanguageChange, t } from './i18n.js';
+import { onLanguageChange, pageLocale, t } from './i18n.js';
 
 export function byId<T extends HTMLElement = HTMLElement>(id: string): T {
   const found = document.getElementById(id);
@@ -143,7 +143,7 @@ export function formattedPhone(digits: string): string {
 export function timeAgo(when: Date, now = new Date()): string {
   const seconds = Math.max(0, (now.getTime() - when.getTime()) / 1000);
   if (seconds < 60) return t('time.justNow');
-  const format = new Intl.RelativeTimeFormat(currentLanguage(), { numeric: 'auto' });
+  const format = new Intl.RelativeTimeFormat(pageLocale(), { numeric: 'auto' });
   const units: [Intl.RelativeTimeFormatUnit, number][] = [
     ['minute', 60],
     ['hour', 3600],

@@ -111,6 +111,20 @@ export function translateWithin(root: ParentNode): void {
   }
 }
 
+/**
+ * The locale that writes dates, times and numbers: the browser's own variant of the page's language
+ * when it names one (en-GB writes 14:05 where en-US writes 2:05 PM; pt-BR and pt-PT differ), else
+ * the language alone.
+ */
+export function pageLocale(): string {
+  const tag = navigator.languages.find((found) => found.toLowerCase().split(/[-_]/)[0] === language);
+  try {
+    return tag ? (Intl.getCanonicalLocales(tag)[0] ?? language) : language;
+  } catch {
+    return language;
+  }
+}
+
 /** A date and time (or a date alone) written as the page's language writes it. */
 export function dateTime(date: Date, style: 'date' | 'date-time' | 'long' = 'date-time'): string {
   const options: Intl.DateTimeFormatOptions =
@@ -119,5 +133,5 @@ export function dateTime(date: Date, style: 'date' | 'date-time' | 'long' = 'dat
       : style === 'long'
         ? { dateStyle: 'long', timeStyle: 'short' }
         : { dateStyle: 'medium', timeStyle: 'short' };
-  return new Intl.DateTimeFormat(currentLanguage(), options).format(date);
+  return new Intl.DateTimeFormat(pageLocale(), options).format(date);
 }
