@@ -1,5 +1,6 @@
 import i18next from 'i18next';
 import Negotiator from 'negotiator';
+import { LANGUAGES, type Language } from './languages.js';
 import de from './locales/de.json' with { type: 'json' };
 import en from './locales/en.json' with { type: 'json' };
 import es from './locales/es.json' with { type: 'json' };
@@ -10,14 +11,10 @@ import pt from './locales/pt.json' with { type: 'json' };
 // in src/i18n/locales/, English the reference every other has every key of; i18next for the
 // plurals (the CLDR rules of each language, through Intl.PluralRules).
 
-/** The languages shipped, by their ISO 639-1 code. README "Adding a language" says how to add one. */
-export const CATALOGUES = { en, de, fr, es, pt } as const;
-export type Language = keyof typeof CATALOGUES;
-export const LANGUAGES = Object.keys(CATALOGUES) as Language[];
-/** True for the code of a shipped language. */
-export function isLanguage(code: unknown): code is Language {
-  return typeof code === 'string' && Object.hasOwn(CATALOGUES, code);
-}
+export { isLanguage, LANGUAGES, type Language, pickLanguage } from './languages.js';
+
+/** Each shipped language's catalogue (src/i18n/languages.ts lists them). */
+export const CATALOGUES: Record<Language, typeof en> = { en, de, fr, es, pt };
 
 /** A message's key: a plural's forms (`x_one`, `x_other`) are asked for as `x`, with a count. */
 type BaseKey<Key> = Key extends `${infer Base}_${'one' | 'other'}` ? Base : Key;
@@ -38,20 +35,6 @@ void i18n.init({
 /** The message `key` in `language`, with its values (`count` chooses the plural form). */
 export function translate(language: Language, key: MessageKey, values: Record<string, string | number>): string {
   return i18n.getFixedT(language)(key, values);
-}
-
-/**
- * The first language of `preferences` (BCP 47 tags, most wanted first: ui_locales, then the
- * user's, then Accept-Language) that is shipped, matched on its primary subtag (pt-BR is pt);
- * English when none is.
- */
-export function pickLanguage(preferences: readonly string[]): Language {
-  for (const tag of preferences) {
-    const primary = tag.trim().toLowerCase().split(/[-_]/)[0];
-    const found = LANGUAGES.find((language) => language === primary);
-    if (found) return found;
-  }
-  return 'en';
 }
 
 /** The languages of an Accept-Language header, most wanted first (q-values honoured). */

@@ -4,12 +4,12 @@
 // every key of (test/unit/page-languages.test.ts). web/shared/translate.ts looks texts up, plural
 // forms by the CLDR rules of each language. An element of the HTML names its text with data-i18n="key" (the build writes the
 // English text in, for the first paint) and its attributes with data-i18n-attrs="attr:key attr:key".
+
+import { type Language, pickLanguage } from '../../src/i18n/languages.js';
 import en from './locales/en.json' with { type: 'json' };
 import { type Catalogue, translate } from './translate.js';
 
-/** The languages shipped, as src/i18n/messages.ts ships them for SMS and mail. */
-export const LANGUAGES = ['en', 'de', 'fr', 'es', 'pt'] as const;
-export type Language = (typeof LANGUAGES)[number];
+export { LANGUAGES, type Language } from '../../src/i18n/languages.js';
 
 /** The languages' own names, for a choice of language (each in itself). */
 export const LANGUAGE_NAMES: Record<Language, string> = {
@@ -43,19 +43,6 @@ export function t(key: string, values?: Record<string, string | number>): string
 /** The page's language now. */
 export function currentLanguage(): Language {
   return language;
-}
-
-/**
- * The first shipped language of `preferences` (BCP 47 tags, most wanted first), matched on its
- * primary subtag (pt-BR is pt); English when none is.
- */
-export function pickLanguage(preferences: readonly string[]): Language {
-  for (const tag of preferences) {
-    const primary = tag.trim().toLowerCase().split(/[-_]/)[0];
-    const found = LANGUAGES.find((language) => language === primary);
-    if (found) return found;
-  }
-  return 'en';
 }
 
 /**
