@@ -1,15 +1,14 @@
 import { createFactorAdding, FACTOR_NAME } from '../shared/add-factor.js';
 import { ApiError } from '../shared/api-error.js';
 import { createBackupCodesBox } from '../shared/backup-codes.js';
-import { button, byId, closeOnEscape, el, formattedPhone, timeAgo, whileBusy } from '../shared/dom.js';
-import { dateTime, t } from '../shared/i18n.js';
+import { button, byId, closeOnEscape, el, formattedPhone, setTitle, timeAgo, whileBusy } from '../shared/dom.js';
+import { dateTime, onLanguageChange, t } from '../shared/i18n.js';
 import { placeOf, say, warn } from '../shared/notices.js';
 import { type Api, Cancelled, type Factor, SessionEnded } from './api.js';
 import { createDevicesPanel, type RememberedDevice } from './devices-panel.js';
 import { createFactorMenu } from './factor-menu.js';
 import { createLanguagePanel } from './language-panel.js';
 import { describeError, type Step } from './messages.js';
-import { onRedraw, setPageTitle } from './page-language.js';
 import { createPasswordPanel } from './password-panel.js';
 import { createRecoveryPanel, type RecoveryRequest } from './recovery-panel.js';
 
@@ -96,7 +95,7 @@ export function createAccountView(api: Api, username: () => string) {
     // The stored language first, so that the account appears in it.
     await languagePanel.load();
     section.hidden = false;
-    setPageTitle(() => t('account.documentTitle.account'));
+    setTitle(() => t('account.documentTitle.account'));
     adding.closeForms();
     backupBox.close();
     let left: BackupState | undefined;
@@ -382,7 +381,7 @@ export function createAccountView(api: Api, username: () => string) {
   const recoveryPanel = createRecoveryPanel(api, act);
   const languagePanel = createLanguagePanel(api, act);
   // Another language: what the page drew is drawn again from what it last had (forms it had open close).
-  onRedraw(() => {
+  onLanguageChange(() => {
     if (section.hidden || !drawn) return;
     renderFactors(drawn.factors, drawn.emailCodes);
     renderBackup(drawn.backup);

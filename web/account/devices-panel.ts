@@ -2,11 +2,10 @@
 // was remembered and last used; forgetting one makes it ask again. Changing the second factors
 // forgets them all, on the service's side.
 import { button, byId, el } from '../shared/dom.js';
-import { dateTime, t } from '../shared/i18n.js';
+import { dateTime, onLanguageChange, t } from '../shared/i18n.js';
 import { say } from '../shared/notices.js';
 import type { Api } from './api.js';
 import type { Step } from './messages.js';
-import { onRedraw } from './page-language.js';
 
 type Act = (step: Step, container: HTMLElement | undefined, action: () => Promise<void>) => Promise<void>;
 
@@ -30,7 +29,7 @@ export function createDevicesPanel(api: Api, act: Act, reload: () => Promise<unk
     panel.hidden = devices.length === 0;
     list.replaceChildren(...devices.map(renderDevice));
   }
-  onRedraw(() => render(shown));
+  onLanguageChange(() => render(shown));
 
   function renderDevice(device: RememberedDevice): HTMLLIElement {
     const forget = button(t('account.devices.forget'), ` ${t('account.factors.quoted', { name: device.browser })}`);

@@ -3,11 +3,10 @@
 // a Save button rather than saving on each change: Chromium fires `change` on every arrow key of a
 // closed <select>, which would switch the page while someone only moves through the list.
 import { byId, el } from '../shared/dom.js';
-import { LANGUAGE_NAMES, LANGUAGES, type Language, t } from '../shared/i18n.js';
+import { LANGUAGE_NAMES, LANGUAGES, type Language, onLanguageChange, t, useLanguage } from '../shared/i18n.js';
 import { say } from '../shared/notices.js';
 import type { Api } from './api.js';
 import type { Step } from './messages.js';
-import { onRedraw, showLanguage } from './page-language.js';
 
 type Act = (step: Step, container: HTMLElement | undefined, action: () => Promise<void>) => Promise<void>;
 
@@ -35,7 +34,7 @@ export function createLanguagePanel(api: Api, act: Act) {
     choice.replaceChildren(...options);
     choice.value = stored ?? '';
   }
-  onRedraw(render);
+  onLanguageChange(render);
 
   /**
    * Reads the stored language and shows the page in it (in the browser's languages when none is
@@ -52,7 +51,7 @@ export function createLanguagePanel(api: Api, act: Act) {
       stored = null;
       panel.hidden = true;
     }
-    await showLanguage(stored);
+    await useLanguage(stored ? [stored] : undefined);
   }
 
   form.addEventListener('submit', (event) => {
@@ -62,7 +61,7 @@ export function createLanguagePanel(api: Api, act: Act) {
       const saved = await api.call<LanguageChoice>('PUT', 'mfa/language/', { body: { language: wanted } });
       stored = saved.language;
       offered = saved.languages;
-      await showLanguage(stored);
+      await useLanguage(stored ? [stored] : undefined);
       say(t('account.language.saved'), form);
       choice.focus();
     });
@@ -74,7 +73,7 @@ export function createLanguagePanel(api: Api, act: Act) {
     async forget(): Promise<void> {
       stored = null;
       panel.hidden = true;
-      await showLanguage(null);
+      await useLanguage();
     },
   };
 }

@@ -2,15 +2,14 @@
 // the service at <base>/account/; everything it calls is on the same origin, under <base>/.
 import { type PublicKeyCredentialCreationOptionsJSON, startRegistration } from '@simplewebauthn/browser';
 import { fetchJson } from '../shared/api-error.js';
-import { byId, whileBusy } from '../shared/dom.js';
-import { addEnglish, t } from '../shared/i18n.js';
+import { byId, setTitle, whileBusy } from '../shared/dom.js';
+import { addEnglish, t, useLanguage } from '../shared/i18n.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { Method } from '../shared/sign-in.js';
 import { createAccountView } from './account-view.js';
 import { createApi, type Tokens } from './api.js';
 import en from './locales/en.json' with { type: 'json' };
 import { describeError } from './messages.js';
-import { setPageTitle, showLanguage } from './page-language.js';
 import { createAccountSignIn } from './sign-in.js';
 
 addEnglish(en);
@@ -45,7 +44,7 @@ const signIn = createAccountSignIn(api, {
   signedIn,
   backToAccount() {
     byId('account').hidden = false;
-    setPageTitle(() => t('account.documentTitle.account'));
+    setTitle(() => t('account.documentTitle.account'));
   },
 });
 
@@ -84,7 +83,7 @@ function openInvite(invite: string) {
   const section = byId('invite');
   const form = byId<HTMLFormElement>('invite-form');
   section.hidden = false;
-  setPageTitle(() => t('account.documentTitle.invite'));
+  setTitle(() => t('account.documentTitle.invite'));
   byId('invite-title').focus();
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -129,7 +128,7 @@ async function showServiceName() {
 
 void showServiceName();
 // The browser's languages until someone signs in (the sign-in screen appears in them).
-await showLanguage(null);
+await useLanguage();
 const invite = /^#invite=([A-Za-z0-9_-]+)$/.exec(location.hash)?.[1];
 if (invite) openInvite(invite);
 else signIn.start();

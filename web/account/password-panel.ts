@@ -2,11 +2,10 @@
 // removed once two passkeys can sign in instead. Each is a sensitive change: the service may ask
 // to confirm it is you first (the API's RFC 9470 step-up), and then the change goes on.
 import { byId, closeOnEscape } from '../shared/dom.js';
-import { t } from '../shared/i18n.js';
+import { onLanguageChange, t } from '../shared/i18n.js';
 import { clearNotices, say, warn } from '../shared/notices.js';
 import type { Api } from './api.js';
 import type { Step } from './messages.js';
-import { onRedraw } from './page-language.js';
 
 type Act = (step: Step, container: HTMLElement | undefined, action: () => Promise<void>) => Promise<void>;
 
@@ -39,7 +38,7 @@ export function createPasswordPanel(api: Api, act: Act, reload: () => Promise<un
     buttons.remove.hidden = !withPassword || passkeys < 2;
     close();
   }
-  onRedraw(() => render(hasPassword, passkeyCount));
+  onLanguageChange(() => render(hasPassword, passkeyCount));
 
   function close() {
     form.hidden = true;

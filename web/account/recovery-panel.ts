@@ -2,11 +2,10 @@
 // page says so with a button that cancels it; a sign-in with a second factor has already cancelled
 // one made before it, and the page says that too while the request would still have been waiting.
 import { byId } from '../shared/dom.js';
-import { dateTime, t } from '../shared/i18n.js';
+import { dateTime, onLanguageChange, t } from '../shared/i18n.js';
 import { say } from '../shared/notices.js';
 import type { Api } from './api.js';
 import type { Step } from './messages.js';
-import { onRedraw } from './page-language.js';
 
 type Act = (step: Step, container: HTMLElement | undefined, action: () => Promise<void>) => Promise<void>;
 
@@ -35,7 +34,7 @@ export function createRecoveryPanel(api: Api, act: Act) {
       ? t('account.recovery.waiting', { when: dateTime(readyAt, 'long') })
       : t('account.recovery.cancelled');
   }
-  onRedraw(() => render(shown));
+  onLanguageChange(() => render(shown));
 
   cancel.addEventListener('click', () =>
     act('other', panel, async () => {

@@ -1,9 +1,9 @@
 // The account page's sign-in: the shared steps (web/shared/sign-in.ts) sent to the token endpoint's
 // password grant, and the same screen re-authenticating when a change needs a fresh login (RFC 9470).
+import { setTitle } from '../shared/dom.js';
 import { t } from '../shared/i18n.js';
 import { createSignIn, type Method, type StepAnswer } from '../shared/sign-in.js';
 import { type Api, isTokens, type MfaRequired, PASSKEY_GRANT, type StepUpChallenge, type Tokens } from './api.js';
-import { setPageTitle } from './page-language.js';
 
 export interface AccountSignInHooks {
   /** A first login finished: show the account (`method`: its second step's, if it had one). */
@@ -114,7 +114,7 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
   /** The sign-in screen, empty. */
   function start(): void {
     settleStepUp(false);
-    setPageTitle(() => t('account.documentTitle.signIn'));
+    setTitle(() => t('account.documentTitle.signIn'));
     steps.start(firstSignIn());
   }
 
@@ -122,7 +122,7 @@ export function createAccountSignIn(api: Api, hooks: AccountSignInHooks) {
   function stepUp(username: string, challenge: StepUpChallenge, phoneEnding?: string): Promise<boolean> {
     settleStepUp(false);
     focusBefore = document.activeElement instanceof HTMLElement ? document.activeElement : undefined;
-    setPageTitle(() => t('account.documentTitle.confirm'));
+    setTitle(() => t('account.documentTitle.confirm'));
     steps.start({
       title: t('account.confirm.title'),
       intro: challenge.acrValues ? t('account.confirm.introTwoSteps') : t('account.confirm.introPassword'),

@@ -48,18 +48,20 @@ export function currentLanguage(): Language {
 /**
  * Shows the page in the first shipped language of `preferences` (the browser's own languages when
  * none are given): the document's lang, every data-i18n text, and whatever the page drew itself
- * (its listeners, see onLanguageChange). Returns the language shown: English when the chosen
+ * (its listeners, see onLanguageChange), when that language is not the one shown already (the
+ * first paint is English). Returns the language shown: English when the chosen
  * language's catalogue could not be fetched.
  */
 export async function useLanguage(preferences: readonly string[] = navigator.languages): Promise<Language> {
   const wanted = pickLanguage(preferences);
   if (!catalogues[wanted]) catalogues[wanted] = await fetchCatalogue(wanted);
   const shown = catalogues[wanted] ? wanted : 'en';
-  const changed = shown !== language;
+  // The same language again changes nothing: the texts the page has set since stay as they are.
+  if (shown === language) return shown;
   language = shown;
   document.documentElement.lang = shown;
   translateWithin(document);
-  if (changed) for (const listener of changeListeners) listener();
+  for (const listener of changeListeners) listener();
   return shown;
 }
 
