@@ -150,7 +150,7 @@ describe('the user’s stored language', () => {
     await expectStatus(putLanguage(token, { language: 'es' }), 200);
     const address = `${username}@elsewhere.example`;
     await askInFrench('/mfa/email/request/', { email: address });
-    assert.match((await smtp.waitForMail(address)).subject, /^Tu código de verificación de MFA: \d{6}$/);
+    assert.match((await smtp.waitForMail(address)).subject, /^Su código de verificación de MFA: \d{6}$/);
   });
 
   test('a notice of a sign-in throttled is in the owner’s stored language, not the guesser’s', async () => {
