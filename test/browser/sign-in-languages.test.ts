@@ -307,9 +307,9 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
   test('the password-reset page in Spanish (es-ES) and Portuguese (pt-PT), from the browser’s languages', async () => {
     let { context, page } = await pageIn('es-ES');
     await page.goto(`${stack.origin}/account/reset/?token=not-a-link-we-sent`);
-    await page.getByRole('heading', { name: 'Elige una contraseña nueva' }).waitFor();
+    await page.getByRole('heading', { name: 'Elija una contraseña nueva' }).waitFor();
     assert.equal(await lang(page), 'es');
-    assert.equal(await page.title(), 'Elige una contraseña nueva');
+    assert.equal(await page.title(), 'Elija una contraseña nueva');
     await screenshots(page, 'reset-password-es');
     const input = page.getByLabel('Contraseña nueva', { exact: true });
     await input.fill('short');
@@ -322,7 +322,7 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
 
     ({ context, page } = await pageIn('pt-PT'));
     await page.goto(`${stack.origin}/account/reset/`);
-    await page.getByRole('heading', { name: 'Abra a ligação do seu email' }).waitFor();
+    await page.getByRole('heading', { name: 'Abra o link do seu e-mail' }).waitFor();
     assert.equal(await lang(page), 'pt');
     await page.getByRole('link', { name: 'Ir para o início de sessão' }).waitFor();
     await context.close();

@@ -81,7 +81,7 @@ describe('the language of an SMS', () => {
     );
     assert.equal(response.status, 200, await response.clone().text());
     assert.equal(((await response.json()) as { mfa_type: string }).mfa_type, 'sms');
-    assert.match(lastText(phone) ?? '', /^A sua chave de acesso MFA é \d{6}\. Expira em 5 minutos\.$/);
+    assert.match(lastText(phone) ?? '', /^Use \d{6} para confirmar a sua identidade em MFA\. Expira em 5 minutos\.$/);
   });
 });
 
