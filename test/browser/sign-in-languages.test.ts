@@ -158,7 +158,7 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await page.getByRole('heading', { name: 'Zweiter Schritt: ein Code per SMS' }).waitFor();
     assert.equal(await page.locator('#factor-who').textContent(), 'Anmeldung als greta');
     await page.getByLabel('Code aus der SMS').waitFor();
-    await page.getByRole('heading', { name: 'Andere Wege der Bestätigung' }).waitFor();
+    await page.getByRole('heading', { name: 'Andere Bestätigungsmethoden' }).waitFor();
 
     await nextResendInCooldown(page, 21);
     await button(page, 'Neuen Code senden').click();
@@ -191,9 +191,9 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await page.getByLabel('Benutzername').fill('heinz');
     await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill(PASSWORD);
     await button(page, 'Weiter').click();
-    await page.getByRole('heading', { name: 'Einen Weg der Bestätigung hinzufügen' }).waitFor();
+    await page.getByRole('heading', { name: 'Bestätigungsmethode hinzufügen' }).waitFor();
     await page.getByText('Lohnbuchhaltung verlangt die Anmeldung in zwei Schritten.').waitFor();
-    assert.equal(await page.title(), 'Einen Weg der Bestätigung hinzufügen · MFA');
+    assert.equal(await page.title(), 'Bestätigungsmethode hinzufügen · MFA');
     await button(page, 'Authenticator-App hinzufügen').click();
     assert.equal(await page.locator('#totp-name').inputValue(), 'Authenticator-App');
     await page.keyboard.press('Enter');
