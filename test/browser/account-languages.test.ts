@@ -188,7 +188,7 @@ describe('the account page in its users’ languages (CONTRACT §22)', () => {
     const choice = page.getByLabel('Ihre Sprache');
     await choice.selectOption('pt');
     await page.locator('#language-form button[type="submit"]').click();
-    await notice(page, 'status', 'Idioma guardado.');
+    await notice(page, 'status', 'Idioma salvo.');
     assert.equal(await page.locator('html').getAttribute('lang'), 'pt');
     await page.getByRole('heading', { name: 'Segurança do início de sessão' }).waitFor();
     await page.getByText('Você tem 10 códigos de reserva não usados. Um novo conjunto os anula.').waitFor();
