@@ -188,10 +188,10 @@ describe('the account page in its users’ languages (CONTRACT §22)', () => {
     const choice = page.getByLabel('Ihre Sprache');
     await choice.selectOption('pt');
     await page.locator('#language-form button[type="submit"]').click();
-    await notice(page, 'status', 'Idioma guardado.');
+    await notice(page, 'status', 'Idioma salvo.');
     assert.equal(await page.locator('html').getAttribute('lang'), 'pt');
     await page.getByRole('heading', { name: 'Segurança do início de sessão' }).waitFor();
-    await page.getByText('Tem 10 códigos de reserva por usar. Um novo conjunto anula-os.').waitFor();
+    await page.getByText('Você tem 10 códigos de reserva não usados. Um novo conjunto os anula.').waitFor();
     assert.equal(await page.title(), 'Segurança do início de sessão · Segurança da conta');
     assert.equal(await storedLanguage(), 'pt');
 

@@ -158,7 +158,7 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await page.getByRole('heading', { name: 'Zweiter Schritt: ein Code per SMS' }).waitFor();
     assert.equal(await page.locator('#factor-who').textContent(), 'Anmeldung als greta');
     await page.getByLabel('Code aus der SMS').waitFor();
-    await page.getByRole('heading', { name: 'Andere Wege der Bestätigung' }).waitFor();
+    await page.getByRole('heading', { name: 'Andere Bestätigungsmethoden' }).waitFor();
 
     await nextResendInCooldown(page, 21);
     await button(page, 'Neuen Code senden').click();
@@ -191,9 +191,9 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await page.getByLabel('Benutzername').fill('heinz');
     await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill(PASSWORD);
     await button(page, 'Weiter').click();
-    await page.getByRole('heading', { name: 'Einen Weg der Bestätigung hinzufügen' }).waitFor();
+    await page.getByRole('heading', { name: 'Bestätigungsmethode hinzufügen' }).waitFor();
     await page.getByText('Lohnbuchhaltung verlangt die Anmeldung in zwei Schritten.').waitFor();
-    assert.equal(await page.title(), 'Einen Weg der Bestätigung hinzufügen · MFA');
+    assert.equal(await page.title(), 'Bestätigungsmethode hinzufügen · MFA');
     await button(page, 'Authenticator-App hinzufügen').click();
     assert.equal(await page.locator('#totp-name').inputValue(), 'Authenticator-App');
     await page.keyboard.press('Enter');
@@ -307,9 +307,9 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
   test('the password-reset page in Spanish (es-ES) and Portuguese (pt-PT), from the browser’s languages', async () => {
     let { context, page } = await pageIn('es-ES');
     await page.goto(`${stack.origin}/account/reset/?token=not-a-link-we-sent`);
-    await page.getByRole('heading', { name: 'Elige una contraseña nueva' }).waitFor();
+    await page.getByRole('heading', { name: 'Elija una contraseña nueva' }).waitFor();
     assert.equal(await lang(page), 'es');
-    assert.equal(await page.title(), 'Elige una contraseña nueva');
+    assert.equal(await page.title(), 'Elija una contraseña nueva');
     await screenshots(page, 'reset-password-es');
     const input = page.getByLabel('Contraseña nueva', { exact: true });
     await input.fill('short');
@@ -322,7 +322,7 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
 
     ({ context, page } = await pageIn('pt-PT'));
     await page.goto(`${stack.origin}/account/reset/`);
-    await page.getByRole('heading', { name: 'Abra a ligação do seu email' }).waitFor();
+    await page.getByRole('heading', { name: 'Abra o link do seu e-mail' }).waitFor();
     assert.equal(await lang(page), 'pt');
     await page.getByRole('link', { name: 'Ir para o início de sessão' }).waitFor();
     await context.close();

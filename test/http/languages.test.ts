@@ -81,7 +81,7 @@ describe('the language of an SMS', () => {
     );
     assert.equal(response.status, 200, await response.clone().text());
     assert.equal(((await response.json()) as { mfa_type: string }).mfa_type, 'sms');
-    assert.match(lastText(phone) ?? '', /^A sua chave de acesso MFA é \d{6}\. Expira em 5 minutos\.$/);
+    assert.match(lastText(phone) ?? '', /^Use \d{6} para confirmar a sua identidade em MFA\. Expira em 5 minutos\.$/);
   });
 });
 
@@ -150,7 +150,7 @@ describe('the user’s stored language', () => {
     await expectStatus(putLanguage(token, { language: 'es' }), 200);
     const address = `${username}@elsewhere.example`;
     await askInFrench('/mfa/email/request/', { email: address });
-    assert.match((await smtp.waitForMail(address)).subject, /^Tu código de verificación de MFA: \d{6}$/);
+    assert.match((await smtp.waitForMail(address)).subject, /^Su código de verificación de MFA: \d{6}$/);
   });
 
   test('a notice of a sign-in throttled is in the owner’s stored language, not the guesser’s', async () => {
