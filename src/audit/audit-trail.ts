@@ -78,7 +78,7 @@ export function createAuditTrail({ store, clock, notices }: { store: Store; cloc
       await on.securityEvents.insertSecurityEvent({ id: randomUUID(), type, outcome, detail: facts.detail, ...event });
       if (webhookType) await enqueueWebhookEvent(on, { type: webhookType, detail: facts.detail, ...event });
       if (notice && facts.userId) {
-        await notices.queueNotice(on, notice, { userId: facts.userId, occurredAt: now, ...facts });
+        await notices.queueNotice(on, notice, { userId: facts.userId, occurredAt: now, outcome, ...facts });
       }
     };
     // Alone (a throttle has no change to join), the event and its outbox rows still go together.

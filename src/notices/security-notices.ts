@@ -67,6 +67,8 @@ const THROTTLE_NOTICE_EVERY_MS = 24 * 3600 * 1000;
 export interface NoticeFacts {
   userId: string;
   occurredAt: Date;
+  /** The audit event's outcome: `…_by_operator` when an operator made the change. */
+  outcome?: string;
   context?: RequestContext;
   detail?: Record<string, string>;
 }
@@ -103,7 +105,9 @@ export function createSecurityNotices({
       const since = new Date(facts.occurredAt.getTime() - THROTTLE_NOTICE_EVERY_MS);
       if (!(await tx.users.claimThrottleNotice(facts.userId, facts.occurredAt, since))) return;
     }
-    const language = SOMEONE_ELSES.has(kind)
+    // An operator's change is someone else's request too: the operator's browser chooses no words.
+    const isSomeoneElses = SOMEONE_ELSES.has(kind) || facts.outcome?.endsWith('_by_operator') === true;
+    const language = isSomeoneElses
       ? await ownersLanguage(tx, facts.userId)
       : await languageFor(tx, facts.userId, facts.context ?? {});
     const unknown = translate(language, 'notice_unknown', {});

@@ -11,7 +11,7 @@ import { startOfHour } from '../mfa/country-budgets.js';
 import type { MessageOutbox } from '../outbox/message-outbox.js';
 import type { Store } from '../store/store.js';
 import { foldUsername, NO_PASSWORD_HASH } from './accounts.js';
-import { languageFor } from './languages.js';
+import { ownersLanguage } from './languages.js';
 import { requireAcceptablePassword } from './password-policy.js';
 
 /** CONTRACT §20: a reset link lives 30 minutes. */
@@ -95,7 +95,8 @@ export function createPasswordReset({
         continue;
       }
       const token = randomToken(32);
-      const language = await languageFor(store, account.id, context);
+      // Anyone may ask for a reset of any account: the asker must not choose the words the owner reads.
+      const language = await ownersLanguage(store, account.id);
       const values = {
         service: serviceName,
         username: account.username,

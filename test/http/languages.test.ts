@@ -169,6 +169,27 @@ describe('the user’s stored language', () => {
     service.clock.advance(Number(answer.headers.get('retry-after')) + 1);
   });
 
+  test('a password an operator sets is told in the owner’s stored language, else English, never the operator’s', async () => {
+    for (const [stored, subject] of [
+      ['pt', /^MFA: a sua senha foi alterada/],
+      [null, /^MFA: your password was changed$/],
+    ] as const) {
+      const owner = await userWithAddress(`operator-set-${stored ?? 'none'}`);
+      await expectStatus(putLanguage(owner.token, { language: stored }), 200);
+      await expectStatus(
+        service.call(`/admin/users/${owner.userId}/password`, {
+          method: 'POST',
+          token: ADMIN_TOKEN,
+          body: { password: `granite lantern ${stored ?? 'none'} orchard` },
+          headers: { 'accept-language': 'de' },
+        }),
+        204,
+      );
+      const mail = await smtp.waitForMail(owner.email, subject);
+      assert.ok(!/Passwort/.test(mail.text), 'not a word of German');
+    }
+  });
+
   test('a recovery asked by anyone is told in the owner’s stored language (mail and SMS), else in English', async () => {
     for (const [stored, sms, subject] of [
       ['es', /^MFA: alguien pidió recuperar su cuenta/, /recuperar/],

@@ -74,16 +74,25 @@ describe('forgot password: a link mailed to the verified address', () => {
     assert.match(again.error_description, /already used; ask for a new link with POST \/mfa\/password\/reset\//);
   });
 
-  test('by email, whatever its case; in the language the request prefers', async () => {
+  test('by email, whatever its case; in the owner’s stored language, never the asker’s', async () => {
     const { username, email } = await newUser();
-    const asked = service.call('/mfa/password/reset/', {
-      method: 'POST',
-      body: { email: email.toUpperCase() },
-      headers: { 'accept-language': 'de-AT, en;q=0.5' },
-    });
-    assert.deepEqual(await expectStatus(asked, 202), {});
-    const token = await linkTokenFor(email);
-    assert.match(smtp.lastTextFor(email), /Passwort des MFA-Kontos/);
+    const ask = () =>
+      service.call('/mfa/password/reset/', {
+        method: 'POST',
+        body: { email: email.toUpperCase() },
+        headers: { 'accept-language': 'de-AT, en;q=0.5' },
+      });
+    const lastResetText = () => textOf(smtp.mailTo(email, RESET_MAIL).at(-1) as ReceivedMail);
+    // Anyone may ask: a German asker does not choose the words the owner reads.
+    assert.deepEqual(await expectStatus(ask(), 202), {});
+    await linkTokenFor(email);
+    assert.match(lastResetText(), /asked to reset the password of the MFA account/);
+    // The owner chose French: the next link comes in French, whatever the asker's language.
+    const login = await service.accessToken(username, PASSWORD);
+    await expectStatus(service.call('/mfa/language/', { method: 'PUT', token: login, body: { language: 'fr' } }), 200);
+    assert.deepEqual(await expectStatus(ask(), 202), {});
+    const token = await linkTokenFor(email, 2);
+    assert.match(lastResetText(), /réinitialiser le mot de passe du compte MFA/);
     assert.equal((await setPassword(token)).status, 204);
     await service.accessToken(username, NEW_PASSWORD);
   });
