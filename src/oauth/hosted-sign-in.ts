@@ -324,19 +324,22 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     browser: Browser,
     csrfToken: string | undefined,
     type: FactorType,
-  ): Promise<LoginProof> {
+    context: RequestContext,
+  ): Promise<{ login: LoginProof; context: RequestContext }> {
     const signIn = await loadWithUser(id, browser, csrfToken);
     const step = nextStep(signIn.proof, signIn.user, signIn.request, signIn.client);
     if (step.step !== 'enrol' || !enrolmentTypes(signIn.user, step.acr).includes(type)) {
       throw new ServiceError('invalid_request', `this sign-in does not offer to add a ${type} factor now`);
     }
-    return {
+    const login = {
       userId: signIn.user.id,
       amr: signIn.proof.amr,
       acr: signIn.proof.acr,
       authTime: signIn.proof.authTime,
       sessionId: signIn.interaction.loginId,
     };
+    // The SMS and notices of adding a factor speak the sign-in's language, as its page does.
+    return { login, context: { ...context, uiLocales: signIn.request.uiLocales } };
   }
 
   /**

@@ -269,6 +269,25 @@ describe('the hosted sign-in’s language', () => {
   });
 });
 
+describe('adding a factor during the hosted sign-in', () => {
+  test('its SMS and its notice speak the sign-in’s ui_locales, as the page does, not the request’s Accept-Language', async () => {
+    const { username, email } = await userWithAddress('enrolling');
+    const config = await configOf(provider.issuer, await registerClient(service, { mfa_policy: 'required' }));
+    const browser = new SignInBrowser(provider.issuer);
+    const signIn = await browser.startSignIn((await authorizationRequest(config, { ui_locales: 'de' })).url);
+    assert.equal((await signIn.password(username, PASSWORD)).step, 'enrol');
+    const phone = nextPhone();
+    const english = { 'accept-language': 'en' };
+    const asked = await signIn.send('PUT', 'sms/request/', { phone_number: phone }, english);
+    assert.equal(asked.status, 200, await asked.text());
+    assert.match(lastText(phone) ?? '', /^Ihr MFA-Bestätigungscode lautet \d{6}/);
+    const code = /\d{6}/.exec(lastText(phone) ?? '')?.[0] ?? '';
+    const verified = await signIn.send('PUT', 'sms/verify/', { mfa_code: code }, english);
+    assert.equal(verified.status, 200, await verified.text());
+    await smtp.waitForMail(email, /^MFA: Ein zweiter Faktor wurde Ihrem Konto hinzugefügt$/);
+  });
+});
+
 describe('the stored language elsewhere', () => {
   test('userinfo’s locale claim (profile scope) and the admin API’s user view', async () => {
     const { token, userId, username } = await userWithAddress('claimed');

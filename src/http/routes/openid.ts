@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { RequestContext } from '../../audit/audit-trail.js';
 import { keyedHash } from '../../crypto/secrets.js';
 import { ServiceError } from '../../errors.js';
 import { isLanguage } from '../../i18n/messages.js';
@@ -154,9 +155,10 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     id: string,
     login: LoginProof,
     type: FactorType,
+    context: RequestContext,
   ) {
-    const backupCodes = await deps.backupCodes.createFirstSet(login, contextOf(request));
-    const result = answer(reply, await signIn.enrolled(id, cookies.read(request), type, contextOf(request)));
+    const backupCodes = await deps.backupCodes.createFirstSet(login, context);
+    const result = answer(reply, await signIn.enrolled(id, cookies.read(request), type, context));
     return backupCodes ? { ...result, backup_codes: backupCodes } : result;
   }
 
@@ -245,7 +247,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     { schema: { params: SignInIdParams, body: TotpRequestBody, response: { 200: TotpEnrolment, ...errors } } },
     async (request) => {
       const { browser, csrfToken } = sameOrigin(request);
-      const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'totp');
+      const { login } = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'totp', contextOf(request));
       const start = await factors.totp.requestEnrolment(login, request.body.name);
       return { factor_id: start.factorId, secret: start.secret, otpauth_uri: start.otpauthUri };
     },
@@ -255,9 +257,15 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     { schema: { params: SignInIdParams, body: SmsVerifyBody, response: { 200: SignInAnswerBody, ...errors } } },
     async (request, reply) => {
       const { browser, csrfToken } = sameOrigin(request);
-      const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'totp');
-      await factors.totp.confirmEnrolment(login, request.body.mfa_code, contextOf(request));
-      return afterEnrolment(request, reply, request.params.id, login, 'totp');
+      const { login, context } = await signIn.enrolmentLogin(
+        request.params.id,
+        browser,
+        csrfToken,
+        'totp',
+        contextOf(request),
+      );
+      await factors.totp.confirmEnrolment(login, request.body.mfa_code, context);
+      return afterEnrolment(request, reply, request.params.id, login, 'totp', context);
     },
   );
   app.put(
@@ -271,7 +279,13 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     },
     async (request) => {
       const { browser, csrfToken } = sameOrigin(request);
-      const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'webauthn');
+      const { login } = await signIn.enrolmentLogin(
+        request.params.id,
+        browser,
+        csrfToken,
+        'webauthn',
+        contextOf(request),
+      );
       return { options: await factors.webauthn.requestEnrolment(login, request.body.name) };
     },
   );
@@ -280,9 +294,15 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     { schema: { params: SignInIdParams, body: WebauthnVerifyBody, response: { 200: SignInAnswerBody, ...errors } } },
     async (request, reply) => {
       const { browser, csrfToken } = sameOrigin(request);
-      const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'webauthn');
-      await factors.webauthn.confirmEnrolment(login, request.body.credential, request.body.name, contextOf(request));
-      return afterEnrolment(request, reply, request.params.id, login, 'webauthn');
+      const { login, context } = await signIn.enrolmentLogin(
+        request.params.id,
+        browser,
+        csrfToken,
+        'webauthn',
+        contextOf(request),
+      );
+      await factors.webauthn.confirmEnrolment(login, request.body.credential, request.body.name, context);
+      return afterEnrolment(request, reply, request.params.id, login, 'webauthn', context);
     },
   );
   app.put(
@@ -290,8 +310,14 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     { schema: { params: SignInIdParams, body: SmsRequestBody, response: { 200: MfaStatus, ...errors } } },
     async (request) => {
       const { browser, csrfToken } = sameOrigin(request);
-      const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'sms');
-      return toMfaStatusBody(await factors.sms.requestEnrolment(login, request.body.phone_number, contextOf(request)));
+      const { login, context } = await signIn.enrolmentLogin(
+        request.params.id,
+        browser,
+        csrfToken,
+        'sms',
+        contextOf(request),
+      );
+      return toMfaStatusBody(await factors.sms.requestEnrolment(login, request.body.phone_number, context));
     },
   );
   app.put(
@@ -299,9 +325,15 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     { schema: { params: SignInIdParams, body: SmsVerifyBody, response: { 200: SignInAnswerBody, ...errors } } },
     async (request, reply) => {
       const { browser, csrfToken } = sameOrigin(request);
-      const login = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'sms');
-      await factors.sms.confirmEnrolment(login, request.body.mfa_code, contextOf(request));
-      return afterEnrolment(request, reply, request.params.id, login, 'sms');
+      const { login, context } = await signIn.enrolmentLogin(
+        request.params.id,
+        browser,
+        csrfToken,
+        'sms',
+        contextOf(request),
+      );
+      await factors.sms.confirmEnrolment(login, request.body.mfa_code, context);
+      return afterEnrolment(request, reply, request.params.id, login, 'sms', context);
     },
   );
 
