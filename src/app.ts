@@ -503,7 +503,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
   recoveryRequestRoutes(app, { recovery, passwordGrant, clients, requireAccessToken });
   passwordRoutes(app, { passwords: passwordChanges, reset: passwordReset, requireAccessToken });
   emailRoutes(app, { emails, requireAccessToken });
-  languageRoutes(app, { languages: createUserLanguages({ store }), requireAccessToken });
+  languageRoutes(app, { languages: createUserLanguages({ store, audit }), requireAccessToken });
   emailFactorRoutes(app, { emailFactor, requireAccessToken });
   deviceRoutes(app, { devices: rememberedDevices, audit, requireAccessToken });
   operatorViewRoutes(app, { store, clock, countries, userThrottles, requireAdmin });

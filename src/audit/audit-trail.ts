@@ -50,7 +50,8 @@ export type SecurityEventType =
   | 'sms_country_resumed'
   | 'recovery_started'
   | 'recovery_cancelled'
-  | 'recovery_completed';
+  | 'recovery_completed'
+  | 'language_changed';
 
 /**
  * The security events kept in the database: time, user, client address and outcome, never a

@@ -1,4 +1,4 @@
-import type { RequestContext } from '../audit/audit-trail.js';
+import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { ServiceError } from '../errors.js';
 import { isLanguage, LANGUAGES, type Language, pickLanguage, preferredLanguages } from '../i18n/messages.js';
 import type { Store } from '../store/store.js';
@@ -32,7 +32,7 @@ export async function ownersLanguage(store: Store, userId: string): Promise<Lang
 }
 
 /** The user's choice of language for the service's texts and pages (CONTRACT §22). */
-export function createUserLanguages({ store }: { store: Store }) {
+export function createUserLanguages({ store, audit }: { store: Store; audit: AuditTrail }) {
   /** The user's stored language; throws `invalid_token` when the user no longer exists. */
   async function getLanguage(userId: string): Promise<LanguageState> {
     const stored = await store.users.findUserLanguage(userId);
@@ -42,17 +42,26 @@ export function createUserLanguages({ store }: { store: Store }) {
   }
 
   /**
-   * Stores `language`, a shipped language's code, or null to follow the browser. Throws 400
-   * `invalid_request` naming the shipped ones for any other, `invalid_token` when the user is gone.
+   * Stores `language`, a shipped language's code, or null to follow the browser, and records it (it
+   * chooses the words of the owner's notices about others' requests). Throws 400 `invalid_request`
+   * naming the shipped ones for any other, `invalid_token` when the user is gone.
    */
-  async function setLanguage(userId: string, language: string | null): Promise<LanguageState> {
+  async function setLanguage(userId: string, language: string | null, context: RequestContext): Promise<LanguageState> {
     if (language !== null && !isLanguage(language)) {
       throw new ServiceError(
         'invalid_request',
         `language: expected one of ${LANGUAGES.join(', ')} (ISO 639-1), or null to follow the browser`,
       );
     }
-    if (!(await store.users.setUserLanguage(userId, language))) throw gone();
+    await store.transaction(async (tx) => {
+      if (!(await tx.users.setUserLanguage(userId, language))) throw gone();
+      await audit.record(
+        'language_changed',
+        'succeeded',
+        { userId, context, detail: { language: language ?? 'browser' } },
+        tx,
+      );
+    });
     return { language, languages: [...LANGUAGES] };
   }
 

@@ -97,7 +97,7 @@ const putLanguage = (token: string, body: unknown, headers: Record<string, strin
 
 describe('the user’s stored language', () => {
   test('GET and PUT /mfa/language/: none at first, then the one chosen, then none again (the browser’s)', async () => {
-    const { token } = await userWithAddress('chooser');
+    const { token, userId } = await userWithAddress('chooser');
     assert.deepEqual(await expectStatus(getLanguage(token), 200), { language: null, languages: SHIPPED });
     assert.deepEqual(await expectStatus(putLanguage(token, { language: 'de' }), 200), {
       language: 'de',
@@ -109,6 +109,15 @@ describe('the user’s stored language', () => {
       languages: SHIPPED,
     });
     assert.deepEqual(await expectStatus(getLanguage(token), 200), { language: null, languages: SHIPPED });
+    // It chooses the words of the owner's notices about others' requests: each change is recorded.
+    const { events } = await expectStatus(service.call(`/admin/users/${userId}/events`, { token: ADMIN_TOKEN }), 200);
+    const changes = (events as { type: string; outcome: string; detail?: { language: string } }[])
+      .filter((event) => event.type === 'language_changed')
+      .map((event) => [event.outcome, event.detail?.language]);
+    assert.deepEqual(changes.sort(), [
+      ['succeeded', 'browser'],
+      ['succeeded', 'de'],
+    ]);
   });
 
   test('a language not shipped, a wrong type, a missing or unknown field: 400, and the stored one stays', async () => {
