@@ -2,6 +2,7 @@
 // the service's speed next to its ceilings, each figure measured `runs` times (both databases
 // interleaved) and reported as medians. `npm run bench -- --scale …`: cost against the data's
 // size (bench/scale.ts). `npm run bench -- --page`: the hosted sign-in's first load alone (bench/page-load.ts).
+// `npm run bench -- --tracing-ab`: (a) and (f) with tracing's code against a build without it (bench/tracing-ab.ts).
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,7 @@ import {
   chargedLoop,
   type Dialect,
   type Figures,
+  forgeryOf,
   inParallel,
   json,
   median,
@@ -95,17 +97,6 @@ async function rawArgon2(): Promise<number> {
     }),
   );
   return Math.round(done / ((performance.now() - started) / 1000));
-}
-
-/**
- * A forged access token for each request: the real token's header (a known `kid`) and claims
- * with a fresh `jti`, and 64 random bytes for a signature, so no memory of earlier failures helps.
- */
-function forgeryOf(accessToken: string): () => string {
-  const [header, payload] = accessToken.split('.');
-  const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8'));
-  return () =>
-    `${header}.${Buffer.from(JSON.stringify({ ...claims, jti: randomUUID() })).toString('base64url')}.${randomBytes(64).toString('base64url')}`;
 }
 
 /** autocannon for `durationSeconds`, charged the CPU it cost. */
@@ -775,4 +766,5 @@ async function main() {
 // The scale mode (bench/scale.ts) seeds large databases: behind an option, as it takes far longer.
 if (argv.includes('--scale')) await import('./scale.js');
 else if (argv.includes('--page')) await pageLoadsOnly();
+else if (argv.includes('--tracing-ab')) await import('./tracing-ab.js');
 else await main();
