@@ -114,7 +114,7 @@ function readPageFile(path: string, contentType: string): PageFile {
  * Without the header, identity: a client that names no coding may know none. Identity is answered
  * even when refused (`identity;q=0`): a 415 would help no browser, and §12.5.3 allows it.
  */
-export function chooseCoding(acceptEncoding: string | undefined, available: PageFile['encoded']): Coding | undefined {
+function chooseCoding(acceptEncoding: string | undefined, available: PageFile['encoded']): Coding | undefined {
   if (!acceptEncoding) return undefined;
   const weights = new Map<string, number>();
   for (const member of acceptEncoding.split(',')) {
