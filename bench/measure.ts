@@ -1,6 +1,7 @@
 // What the bench's modes share: CPU time and memory read from /proc, autocannon runs charged the
 // CPU they cost, the service spawned as `npm start` runs it.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { untilAnswering } from '../test/support/node-process.js';
@@ -303,4 +304,15 @@ export function serviceEnvironment({
     TRUST_PROXY: '127.0.0.1',
     ...extra,
   };
+}
+
+/**
+ * A forged access token for each request: the real token's header (a known `kid`) and claims
+ * with a fresh `jti`, and 64 random bytes for a signature, so no memory of earlier failures helps.
+ */
+export function forgeryOf(accessToken: string): () => string {
+  const [header, payload] = accessToken.split('.');
+  const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8'));
+  return () =>
+    `${header}.${Buffer.from(JSON.stringify({ ...claims, jti: randomUUID() })).toString('base64url')}.${randomBytes(64).toString('base64url')}`;
 }

@@ -1,7 +1,8 @@
 // `npm run bench [-- --sqlite | --postgres] [--duration=10] [--runs=3] [--service=other/dist/main.js] [--env=NAME=value]`:
 // the service's speed next to its ceilings, each figure measured `runs` times (both databases
 // interleaved) and reported as medians. `npm run bench -- --scale …`: cost against the data's
-// size (bench/scale.ts).
+// size (bench/scale.ts). `npm run bench -- --page`: the hosted sign-in's first load alone (bench/page-load.ts).
+// `npm run bench -- --tracing-ab`: (a) and (f) with tracing's code against a build without it (bench/tracing-ab.ts).
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,7 @@ import {
   chargedLoop,
   type Dialect,
   type Figures,
+  forgeryOf,
   inParallel,
   json,
   median,
@@ -32,6 +34,7 @@ import {
   spawnServer,
   stopped,
 } from './measure.js';
+import { describePageLoads, measureHostedSignInLoads, type PageLoadFigures } from './page-load.js';
 
 // libuv sizes its thread pool once, before this module runs; (e) hashes one per core at a time,
 // so with more cores than libuv's default 4 threads the bench starts itself again with more.
@@ -94,17 +97,6 @@ async function rawArgon2(): Promise<number> {
     }),
   );
   return Math.round(done / ((performance.now() - started) / 1000));
-}
-
-/**
- * A forged access token for each request: the real token's header (a known `kid`) and claims
- * with a fresh `jti`, and 64 random bytes for a signature, so no memory of earlier failures helps.
- */
-function forgeryOf(accessToken: string): () => string {
-  const [header, payload] = accessToken.split('.');
-  const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8'));
-  return () =>
-    `${header}.${Buffer.from(JSON.stringify({ ...claims, jti: randomUUID() })).toString('base64url')}.${randomBytes(64).toString('base64url')}`;
 }
 
 /** autocannon for `durationSeconds`, charged the CPU it cost. */
@@ -196,6 +188,8 @@ interface RunFigures {
   c_smsLogins: { loginsPerSecond: number; p50Ms: number; p99Ms: number; errors: number };
   d_bareNodeHttp: [Figures, Figures];
   e_rawArgon2PerSecond: [number, number];
+  /** The hosted sign-in's first load in Chromium, in English and in German. */
+  pageLoads: PageLoadFigures[];
 }
 
 /** The service's peak over the whole run: its largest phase peak. */
@@ -437,6 +431,10 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
       },
     );
     memory.phaseEnded('cheap');
+    // Last of all: Chromium's CPU is not the service's, but it shares the cores with it.
+    console.log('  the hosted sign-in’s first load in Chromium …');
+    const pageLoads = await measureHostedSignInLoads(base, { client_id: app.client_id, redirect_uri: CALLBACK });
+    console.log(describePageLoads(pageLoads).replace(/^/gm, '  '));
     return {
       dialect,
       readyMs,
@@ -456,6 +454,7 @@ async function runOnce(dialect: Dialect): Promise<RunFigures> {
       },
       d_bareNodeHttp: [bareBefore, bareAfter],
       e_rawArgon2PerSecond: [argon2Before, argon2After],
+      pageLoads,
     };
   } catch (error) {
     throw new Error(`${dialect} run failed (${String(error)}); the service's stderr: ${service.errorOutput()}`);
@@ -540,8 +539,71 @@ function summarise(dialect: Dialect, results: RunFigures[]) {
             ),
     },
     signIn: signInRatios(results),
+    pageLoads: medianPageLoads(results.map((run) => run.pageLoads)),
     each: results,
   };
+}
+
+/** Each language's page-load figures over the runs: the median of the runs' medians. */
+function medianPageLoads(runsFigures: PageLoadFigures[][]): PageLoadFigures[] {
+  return (runsFigures[0] ?? []).map(({ language }) => {
+    const ofLanguage = runsFigures.flatMap((figures) => figures.filter((figure) => figure.language === language));
+    const med = (pick: (figure: PageLoadFigures) => number) => median(ofLanguage.map(pick));
+    const kinds = Object.keys(ofLanguage[0]?.median.bytes ?? {}) as (keyof PageLoadFigures['median']['bytes'])[];
+    return {
+      language,
+      loads: ofLanguage.flatMap((figure) => figure.loads),
+      median: {
+        bytes: Object.fromEntries(
+          kinds.map((kind) => [kind, med((figure) => figure.median.bytes[kind])]),
+        ) as PageLoadFigures['median']['bytes'],
+        totalBytes: med((figure) => figure.median.totalBytes),
+        firstContentfulPaintMs: med((figure) => figure.median.firstContentfulPaintMs),
+      },
+      barePageFirstPaintMs: med((figure) => figure.barePageFirstPaintMs),
+    };
+  });
+}
+
+/**
+ * `--page`: the hosted sign-in's first load alone, on a fresh SQLite service (the page does not
+ * depend on the database), without the rest of the bench.
+ */
+async function pageLoadsOnly() {
+  const twilio = await startFakeTwilio();
+  const dir = mkdtempSync(join(tmpdir(), 'mfa-bench-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const service = await spawnServer(
+    [serviceMain],
+    serviceEnvironment({
+      port,
+      databaseUrl: `sqlite:${join(dir, 'mfa.sqlite')}`,
+      twilioUrl: twilio.url,
+      extra: extraEnv,
+    }),
+    `${base}/mfa/`,
+  );
+  try {
+    const app = await json(`${base}/admin/clients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify({ name: 'Bench app', redirect_uris: [CALLBACK] }),
+    });
+    const loads = Number(/--loads=(\d+)/.exec(argv)?.[1] ?? 5);
+    const figures = await measureHostedSignInLoads(base, { client_id: app.client_id, redirect_uri: CALLBACK }, loads);
+    console.log(describePageLoads(figures));
+    console.log(`load average: ${readFileSync('/proc/loadavg', 'utf8').trim()}`);
+    mkdirSync('bench/results', { recursive: true });
+    writeFileSync(
+      'bench/results/page.json',
+      `${JSON.stringify({ when: new Date().toISOString(), figures }, null, 2)}\n`,
+    );
+  } finally {
+    await stopped(service);
+    await twilio.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A login's CPU, the service's and (when it runs here) PostgreSQL's. */
@@ -667,6 +729,7 @@ async function main() {
         `${signIn.refreshesPerSecondPerCore} refresh grants/s (Keycloak: 120)   ` +
         `service and launcher at their peaks ${summary.treePeakMemoryMb} MB`,
     );
+    console.log(describePageLoads(summary.pageLoads));
   }
   const sqlite = summaries.find((summary) => summary.dialect === 'sqlite');
   const postgres = summaries.find((summary) => summary.dialect === 'postgres');
@@ -702,4 +765,6 @@ async function main() {
 
 // The scale mode (bench/scale.ts) seeds large databases: behind an option, as it takes far longer.
 if (argv.includes('--scale')) await import('./scale.js');
+else if (argv.includes('--page')) await pageLoadsOnly();
+else if (argv.includes('--tracing-ab')) await import('./tracing-ab.js');
 else await main();

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
+import { brotliCompressSync, gzipSync, constants as zlib } from 'node:zlib';
 import { build } from 'esbuild';
 
 /** The newest modification time under `path`. */
@@ -61,7 +62,8 @@ rmSync(previous, { recursive: true, force: true });
  * icon copied, every file named by a hash of its content (served with a year-long immutable cache),
  * and index.html written from web/<page>/index.html with those names and the Subresource Integrity
  * hashes of the script and style sheet (the HTML itself is never cached). Each page gets its own
- * copy of the shared files, so a page's folder holds everything it names.
+ * copy of the shared files, so a page's folder holds everything it names. Every file is also
+ * written compressed beside itself (see writeCompressed).
  */
 async function buildPage(page, outdir) {
   const assets = join(outdir, 'assets');
@@ -109,10 +111,33 @@ async function buildPage(page, outdir) {
   const unfilled = /%[A-Z_]+%/.exec(html)?.[0];
   if (unfilled) throw new Error(`web/${page}/index.html names ${unfilled}, which the build does not fill`);
   writeFileSync(join(outdir, 'index.html'), html);
+  writeCompressed(join(outdir, 'index.html'));
   for (const file of readdirSync(assets)) {
     if (!['.js', '.css', '.svg', '.json'].includes(extname(file)))
       throw new Error(`unexpected ${page} page asset ${file}`);
+    writeCompressed(join(assets, file));
   }
+}
+
+/**
+ * Writes `file`.br (brotli at its highest quality) and `file`.gz (gzip -9) beside `file`: the page's
+ * routes answer with the best one a request's Accept-Encoding allows (issue 33: the hosted
+ * sign-in's first load went out as 54 KB, its script uncompressed). Made once here, at the highest
+ * settings, since compressing each answer would cost every request CPU.
+ */
+function writeCompressed(file) {
+  const content = readFileSync(file);
+  const brotli = brotliCompressSync(content, {
+    params: {
+      [zlib.BROTLI_PARAM_QUALITY]: zlib.BROTLI_MAX_QUALITY,
+      [zlib.BROTLI_PARAM_MODE]: zlib.BROTLI_MODE_TEXT, // every page file is UTF-8 text, the icon's SVG too
+      [zlib.BROTLI_PARAM_SIZE_HINT]: content.length,
+    },
+  });
+  const gzip = gzipSync(content, { level: zlib.Z_BEST_COMPRESSION });
+  // A copy no smaller than the file (a tiny catalogue) is not written: the file is served instead.
+  if (brotli.length < content.length) writeFileSync(`${file}.br`, brotli);
+  if (gzip.length < content.length) writeFileSync(`${file}.gz`, gzip);
 }
 
 /** The catalogues of a page's area (and the shared ones) in `language`, merged: one file a page fetches. */

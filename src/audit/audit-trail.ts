@@ -57,7 +57,7 @@ export type SecurityEventType =
  * The security events kept in the database: time, user, client address and outcome, never a
  * secret. Those that are webhook events also go to the webhook outbox, and those that are security
  * notices to the user's address (CONTRACT §20), in the same transaction. Events past the retention
- * window are deleted off the request path (retention-worker.ts).
+ * window are deleted off the request path (retention/retention-worker.ts).
  */
 export function createAuditTrail({ store, clock, notices }: { store: Store; clock: Clock; notices: SecurityNotices }) {
   /**

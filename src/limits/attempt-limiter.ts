@@ -1,4 +1,4 @@
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import type { AttemptRule } from '../store/throttle.js';
@@ -32,9 +32,17 @@ export type Reservation =
 /**
  * No policy remembers an attempt, or makes a scope wait, longer than this: a scope whose last
  * attempt is older counts from 1 again and waits for nothing, exactly as one never seen, so its
- * row is deleted (once an hour per node). Without it every address that ever tried kept a row.
+ * row is deleted (by the retention worker, once an hour). Without it every address that ever tried kept a row.
  */
 const FORGET_AFTER_SECONDS = 2 * 86_400;
+
+/**
+ * The retention worker's clean-up of the throttle: at most `limit` scopes whose last attempt is
+ * older than any policy remembers, oldest first; returns how many.
+ */
+export function deleteForgottenAttempts(store: Store, now: Date, limit: number): Promise<number> {
+  return store.throttle.deleteAttemptsBefore(new Date(now.getTime() - FORGET_AFTER_SECONDS * 1000), limit);
+}
 
 /** Attempts counted longer ago than this and still not settled are taken for abandoned (their node stopped). */
 const IN_FLIGHT_SECONDS = 30;
@@ -64,7 +72,6 @@ class Refused extends Error {
  * people behind one address log in at once), and only failures may refuse anyone.
  */
 export function createAttemptLimiter({ store, clock }: { store: Store; clock: Clock }) {
-  const pruneDue = onceAnHour();
   const inFlightSince = () => new Date(clock.now().getTime() - IN_FLIGHT_SECONDS * 1000);
   /** This node's waiting attempts, by the scope they wait for, oldest first. */
   const waiting = new Map<string, (() => void)[]>();
@@ -103,8 +110,6 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
 
   /** Reserves one attempt in every scope, or in none; waits while attempts in flight may free one. */
   async function reserve(scopes: LimitedScope[]): Promise<Reservation> {
-    const now = clock.now();
-    if (pruneDue(now)) await store.throttle.deleteAttemptsBefore(new Date(now.getTime() - FORGET_AFTER_SECONDS * 1000));
     const giveUpAt = performance.now() + WAIT_AT_MOST_MS;
     let progressDeadline = performance.now() + WAIT_WITHOUT_PROGRESS_MS;
     for (;;) {

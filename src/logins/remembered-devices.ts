@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Bowser from 'bowser';
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import type { RememberedDevice } from '../store/remembered-devices.js';
 import type { Store } from '../store/store.js';
@@ -23,8 +23,6 @@ export interface NewDevice {
  * password) forget every device at once.
  */
 export function createRememberedDevices({ store, clock }: { store: Store; clock: Clock }) {
-  const pruneDue = onceAnHour();
-
   async function remember(
     user: { id: string; sessionGeneration: number },
     amr: string[],
@@ -32,7 +30,6 @@ export function createRememberedDevices({ store, clock }: { store: Store; clock:
     days: number,
   ): Promise<NewDevice> {
     const now = clock.now();
-    if (pruneDue(now)) await store.rememberedDevices.deleteStaleRememberedDevices(now);
     const secret = randomToken(32);
     const expiresAt = new Date(now.getTime() + days * DAY_MS);
     await store.rememberedDevices.insertRememberedDevice({

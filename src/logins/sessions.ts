@@ -21,6 +21,8 @@ export function createSessions({ accessTokenTtlSeconds }: { accessTokenTtlSecond
    */
   async function endUserSessions(store: Store, userId: string, now: Date, exceptSessionId?: string): Promise<void> {
     await store.users.endLoginsInFlight(userId);
+    // Remembered devices count only at the user's current generation: none of these can again.
+    await store.rememberedDevices.deleteUserRememberedDevices(userId);
     for (const sessionId of await store.refreshTokens.revokeUserFamilies(userId, now, exceptSessionId)) {
       await store.revokedTokens.insertRevokedToken(sessionId, refusedUntil(now));
     }

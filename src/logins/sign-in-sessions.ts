@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import type { SignInSession } from '../store/sign-in-sessions.js';
 import type { Store } from '../store/store.js';
@@ -33,8 +33,6 @@ export function createSignInSessions({
   clock: Clock;
   settings: SignInSessionSettings;
 }) {
-  const pruneDue = onceAnHour();
-
   /** The session the cookie secret names, if it still stands; undefined otherwise. */
   async function findLive(secret: string | undefined): Promise<SignInSession | undefined> {
     if (!secret) return undefined;
@@ -63,7 +61,6 @@ export function createSignInSessions({
     replaces: SignInSession | undefined,
   ): Promise<{ session: SignInSession; secret: string }> {
     const now = clock.now();
-    if (pruneDue(now)) await store.signInSessions.deleteExpiredSignInSessions(now);
     const secret = randomToken(32);
     const session: SignInSession = {
       id: randomUUID(),

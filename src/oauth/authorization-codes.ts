@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import type { Sessions } from '../logins/sessions.js';
@@ -16,6 +16,14 @@ import type { TokenIssuer, TokenResponse } from './token-issuer.js';
 const CODE_TTL_MS = 60_000;
 /** Codes are kept this long past their end, so that a late replay is still seen as one. */
 const KEEP_EXPIRED_MS = 10 * 60_000;
+
+/**
+ * The retention worker's clean-up of codes: at most `limit` of those that ended longer than 10
+ * minutes ago, oldest first; returns how many.
+ */
+export function deleteForgottenAuthorizationCodes(store: Store, now: Date, limit: number): Promise<number> {
+  return store.authorizationCodes.deleteAuthorizationCodesBefore(new Date(now.getTime() - KEEP_EXPIRED_MS), limit);
+}
 // RFC 7636 §4.1: 43 to 128 unreserved characters.
 const CODE_VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 
@@ -56,8 +64,6 @@ export function createAuthorizationCodes({
   audit: AuditTrail;
   clock: Clock;
 }) {
-  const pruneDue = onceAnHour();
-
   /** A new code for the request's client and redirect URI, standing for the sign-in; stored hashed. */
   async function issueCode(
     request: AuthorizationRequest,
@@ -65,9 +71,6 @@ export function createAuthorizationCodes({
     signInSessionId: string,
   ): Promise<string> {
     const now = clock.now();
-    if (pruneDue(now)) {
-      await store.authorizationCodes.deleteAuthorizationCodesBefore(new Date(now.getTime() - KEEP_EXPIRED_MS));
-    }
     const code = randomToken(32);
     await store.authorizationCodes.insertAuthorizationCode(
       {

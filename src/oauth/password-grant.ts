@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import { acrOf } from '../logins/step-up.js';
@@ -82,8 +82,6 @@ export function createPasswordGrant({
   metrics,
   clock,
 }: PasswordGrantDeps) {
-  const mfaTokenPruneDue = onceAnHour();
-
   /** Counts the answer in the metrics, whichever it is. */
   async function counted<R extends PasswordGrantResult>(work: () => Promise<R>): Promise<R> {
     try {
@@ -250,7 +248,6 @@ export function createPasswordGrant({
   ): Promise<never> {
     const mfaToken = randomToken(32);
     const now = clock.now();
-    if (mfaTokenPruneDue(now)) await store.mfaTokens.pruneMfaTokens(now);
     await store.mfaTokens.insertMfaToken(
       {
         tokenHash: sha256(mfaToken),

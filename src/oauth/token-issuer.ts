@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import type { RefreshToken } from '../store/refresh-tokens.js';
 import type { Store } from '../store/store.js';
@@ -22,9 +22,6 @@ export interface TokenIssuerDeps {
 
 /** Issues an access token and a refresh token (256 random bits, stored as its SHA-256) for a login. */
 export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSeconds }: TokenIssuerDeps) {
-  // Every rotation adds a row: the expired ones are deleted once an hour per node.
-  const pruneDue = onceAnHour();
-
   /**
    * Tokens for a new login, whose user was read at `sessionGeneration`; undefined when every login
    * of the user was ended meanwhile (CONTRACT §14: a change to the second factors while this login
@@ -37,7 +34,6 @@ export function createTokenIssuer({ store, accessTokens, clock, refreshTtlSecond
     origin: { signInSessionId?: string; authorizationCodeHash?: string } = {},
   ): Promise<TokenResponse | undefined> {
     const now = clock.now();
-    if (pruneDue(now)) await store.refreshTokens.deleteExpiredRefreshTokens(now);
     const { refreshToken, response } = await mint(grant, grant.scope);
     refreshToken.signInSessionId = origin.signInSessionId;
     const stored = await store.refreshTokens.startRefreshFamily(

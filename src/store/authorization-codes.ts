@@ -1,5 +1,6 @@
 import type { Acr } from '../logins/step-up.js';
 import type { Executor } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 /** RFC 6749 §4.1.2: what a code stands for, stored under its hash. */
 export interface AuthorizationCode {
@@ -120,7 +121,10 @@ export async function markAuthorizationCodeReplayed(db: Executor, codeHash: stri
     .execute();
 }
 
-/** Forgets codes that expired before `cutoff` (a replay of one is then refused as unknown). */
-export async function deleteAuthorizationCodesBefore(db: Executor, cutoff: Date): Promise<void> {
-  await db.deleteFrom('authorization_code').where('expires_at', '<', cutoff.toISOString()).execute();
+/**
+ * Forgets at most `limit` codes that expired before `cutoff`, oldest first (a replay of one is then
+ * refused as unknown); returns how many.
+ */
+export async function deleteAuthorizationCodesBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'authorization_code', cutoff, limit);
 }

@@ -1,4 +1,5 @@
 import type { Executor } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 /** Stores a new invite for the user; the user's earlier ones, if unused, stop working. */
 export async function replaceInvite(
@@ -53,7 +54,7 @@ export async function spendInvite(db: Executor, tokenHash: string, now: Date): P
   return row !== undefined;
 }
 
-/** Forgets invites that ended before `cutoff`. */
-export async function deleteInvitesBefore(db: Executor, cutoff: Date): Promise<void> {
-  await db.deleteFrom('invite').where('expires_at', '<', cutoff.toISOString()).execute();
+/** Forgets at most `limit` invites that ended before `cutoff`, oldest first; returns how many. */
+export async function deleteInvitesBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'invite', cutoff, limit);
 }

@@ -1,4 +1,5 @@
 import type { Executor } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 export interface MfaToken {
   tokenHash: string;
@@ -70,7 +71,7 @@ export async function spendMfaToken(db: Executor, tokenHash: string, now: Date):
   return row !== undefined;
 }
 
-/** Forgets tokens that can no longer be used. */
-export async function pruneMfaTokens(db: Executor, now: Date): Promise<void> {
-  await db.deleteFrom('mfa_token').where('expires_at', '<=', now.toISOString()).execute();
+/** Forgets at most `limit` tokens that can no longer be used, oldest first; returns how many. */
+export async function deleteExpiredMfaTokens(db: Executor, now: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'mfa_token', now, limit, { atCutoffToo: true });
 }

@@ -1,4 +1,5 @@
 import type { Executor } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 /**
  * Records a passkey sign-in challenge as used (the challenges themselves are signed, not stored:
@@ -25,5 +26,14 @@ export async function useSignInChallenge(
 
 /** Forgets used challenges that ended before `cutoff` (they can no longer verify anyway). */
 export async function deleteSignInChallengesBefore(db: Executor, cutoff: Date): Promise<void> {
+  // TODO: dead once mfa/factors/webauthn.ts no longer prunes in its requests (the retention
+  // worker does it, by deleteSignInChallengeBatchBefore); true while that file calls this.
   await db.deleteFrom('passkey_sign_in_challenge').where('expires_at', '<', cutoff.toISOString()).execute();
+}
+
+/**
+ * Forgets at most `limit` used challenges that ended before `cutoff`, oldest first; returns how many.
+ */
+export async function deleteSignInChallengeBatchBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'passkey_sign_in_challenge', cutoff, limit);
 }

@@ -1,6 +1,7 @@
 import { PostgresAdapter, type SelectQueryBuilder } from 'kysely';
 import type { Acr } from '../logins/step-up.js';
 import type { Database, Executor } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 export interface RefreshToken {
   id: string;
@@ -208,9 +209,10 @@ export async function revokeClientTokens(db: Executor, clientId: string, now: Da
 }
 
 /**
- * Forgets refresh tokens past their end: a login's tokens all end with it, so nothing of a login
- * still alive goes, and a spent one presented later is refused as unknown instead of as expired.
+ * Forgets at most `limit` refresh tokens past their end, oldest first; returns how many. A login's
+ * tokens all end with it, so nothing of a login still alive goes, and a spent one presented later is
+ * refused as unknown instead of as expired.
  */
-export async function deleteExpiredRefreshTokens(db: Executor, now: Date): Promise<void> {
-  await db.deleteFrom('refresh_token').where('expires_at', '<=', now.toISOString()).execute();
+export async function deleteExpiredRefreshTokens(db: Executor, now: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'refresh_token', now, limit, { atCutoffToo: true });
 }

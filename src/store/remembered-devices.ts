@@ -1,4 +1,5 @@
 import type { Executor } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 /** CONTRACT §19: a browser that skips the second step at the hosted sign-in. */
 export interface RememberedDevice {
@@ -105,19 +106,12 @@ export async function deleteRememberedDevice(db: Executor, id: string, userId: s
   return result.numDeletedRows > 0n;
 }
 
-/** Deletes the devices that can no longer count: expired, or from an earlier session generation. */
-export async function deleteStaleRememberedDevices(db: Executor, now: Date): Promise<void> {
-  await db
-    .deleteFrom('remembered_device')
-    .where((eb) =>
-      eb.or([
-        eb('expires_at', '<=', now.toISOString()),
-        eb(
-          'session_generation',
-          '<',
-          eb.selectFrom('user').select('user.session_generation').whereRef('user.id', '=', 'remembered_device.user_id'),
-        ),
-      ]),
-    )
-    .execute();
+/** Deletes at most `limit` expired devices, oldest first; returns how many. */
+export async function deleteExpiredRememberedDevices(db: Executor, now: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'remembered_device', now, limit, { atCutoffToo: true });
+}
+
+/** Deletes every device of the user: once the user's logins end, none of them can count again. */
+export async function deleteUserRememberedDevices(db: Executor, userId: string): Promise<void> {
+  await db.deleteFrom('remembered_device').where('user_id', '=', userId).execute();
 }

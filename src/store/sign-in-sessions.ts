@@ -1,5 +1,6 @@
 import type { Acr } from '../logins/step-up.js';
 import type { Executor } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 /** A browser's sign-in at the hosted page (the OpenID Provider's session). */
 export interface SignInSession {
@@ -114,7 +115,7 @@ export async function endSignInSession(db: Executor, id: string, now: Date): Pro
   return row !== undefined;
 }
 
-/** Forgets sessions past their end. */
-export async function deleteExpiredSignInSessions(db: Executor, now: Date): Promise<void> {
-  await db.deleteFrom('sign_in_session').where('expires_at', '<=', now.toISOString()).execute();
+/** Forgets at most `limit` sessions past their end, oldest first; returns how many. */
+export async function deleteExpiredSignInSessions(db: Executor, now: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'sign_in_session', now, limit, { atCutoffToo: true });
 }

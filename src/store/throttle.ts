@@ -1,5 +1,6 @@
 import type { Expression, ExpressionBuilder } from 'kysely';
-import { type Database, type Executor, skipLockedOnPostgres } from './database.js';
+import type { Database, Executor } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 /** How a scope's attempts are limited, with the times already worked out for this attempt. */
 export interface AttemptRule {
@@ -284,15 +285,11 @@ export async function findBlockedUntil(db: Executor, scopes: string[], now: Date
   return row?.until ? new Date(row.until) : undefined;
 }
 
-/** Forgets every scope whose last attempt came before `cutoff`. */
-export async function deleteAttemptsBefore(db: Executor, cutoff: Date): Promise<void> {
-  const before = cutoff.toISOString();
-  const stale = db.selectFrom('login_throttle').select('scope').where('last_failure_at', '<', before);
-  // PostgreSQL: a row a reservation holds is skipped, not waited for. The delete would lock rows
-  // in its scan's order and a reservation locks its scopes in its own: waiting could close a cycle.
-  await db
-    .deleteFrom('login_throttle')
-    .where('scope', 'in', skipLockedOnPostgres(db, stale))
-    .where('last_failure_at', '<', before)
-    .execute();
+/**
+ * Forgets at most `limit` scopes whose last attempt came before `cutoff`, oldest first; returns how
+ * many. PostgreSQL: a row a reservation holds is skipped, not waited for (the delete would lock rows
+ * in its order and a reservation locks its scopes in its own: waiting could close a cycle).
+ */
+export async function deleteAttemptsBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'login_throttle', cutoff, limit);
 }

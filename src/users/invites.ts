@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PublicKeyCredentialCreationOptionsJSON } from '@simplewebauthn/server';
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { randomToken, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import { acrOf, type LoginProof } from '../logins/step-up.js';
@@ -31,8 +31,6 @@ export function createInvites({
   clock: Clock;
   issuer: string;
 }) {
-  const pruneDue = onceAnHour();
-
   /**
    * A new invite for the user (earlier unused ones stop working): its link, shown this once. The
    * token rides in the fragment, which browsers never send to a server or into a log.
@@ -47,7 +45,6 @@ export function createInvites({
       );
     }
     const now = clock.now();
-    if (pruneDue(now)) await store.invites.deleteInvitesBefore(now);
     const token = randomToken(32);
     const expiresAt = new Date(now.getTime() + INVITE_TTL_MS);
     await store.transaction(async (tx) => {

@@ -273,7 +273,7 @@ describe('the prune beside reservations', () => {
     const everyRowStale = new Date(NOW.getTime() + 86_400_000);
     let reserving = true;
     const pruner = (async () => {
-      do await deleteAttemptsBefore(db, everyRowStale);
+      do await deleteAttemptsBefore(db, everyRowStale, 1000);
       while (reserving);
     })();
     const workers = Array.from({ length: 10 }, async (_, worker) => {

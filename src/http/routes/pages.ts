@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors.js';
 import type { App } from '../app-types.js';
 
@@ -10,9 +11,23 @@ import type { App } from '../app-types.js';
  * is CONTRACT §17), read once at start.
  */
 export interface Page {
-  html: Buffer;
+  html: PageFile;
   /** By file name; every name carries a hash of its content. */
-  assets: ReadonlyMap<string, { body: Buffer; contentType: string }>;
+  assets: ReadonlyMap<string, PageFile>;
+}
+
+/** The content codings the build writes beside each page file, in the order they are preferred. */
+const ENCODINGS = [
+  { coding: 'br', suffix: '.br' },
+  { coding: 'gzip', suffix: '.gz' },
+] as const;
+type Coding = (typeof ENCODINGS)[number]['coding'];
+
+/** A page's file as built, and compressed by the build (each coding the build made smaller). */
+export interface PageFile {
+  body: Buffer;
+  contentType: string;
+  encoded: Partial<Record<Coding, Buffer>>;
 }
 
 /**
@@ -72,12 +87,55 @@ export function findPageDir(name: string, pagesDir: string | undefined = findPag
 export function loadPage(dir: string | undefined): Page | undefined {
   if (dir === undefined || !existsSync(join(dir, 'index.html'))) return undefined;
   const assetsDir = join(dir, 'assets');
-  const assets = new Map<string, { body: Buffer; contentType: string }>();
+  const assets = new Map<string, PageFile>();
+  // The compressed copies (.br, .gz) have no content type of their own: they are read with their file.
   for (const name of existsSync(assetsDir) ? readdirSync(assetsDir) : []) {
     const contentType = CONTENT_TYPES[extname(name)];
-    if (contentType) assets.set(name, { body: readFileSync(join(assetsDir, name)), contentType });
+    if (contentType) assets.set(name, readPageFile(join(assetsDir, name), contentType));
   }
-  return { html: readFileSync(join(dir, 'index.html')), assets };
+  return { html: readPageFile(join(dir, 'index.html'), 'text/html; charset=utf-8'), assets };
+}
+
+/** The file at `path` and the compressed copies the build wrote beside it, where smaller. */
+function readPageFile(path: string, contentType: string): PageFile {
+  const body = readFileSync(path);
+  const encoded: PageFile['encoded'] = {};
+  for (const { coding, suffix } of ENCODINGS) {
+    if (!existsSync(path + suffix)) continue;
+    const compressed = readFileSync(path + suffix);
+    if (compressed.length < body.length) encoded[coding] = compressed;
+  }
+  return { body, contentType, encoded };
+}
+
+/**
+ * The content coding to answer with (RFC 9110 §12.5.3): the first of br and gzip that the request's
+ * Accept-Encoding allows (named, or by `*`, with a q above 0) and the file has, else none (identity).
+ * Without the header, identity: a client that names no coding may know none. Identity is answered
+ * even when refused (`identity;q=0`): a 415 would help no browser, and §12.5.3 allows it.
+ */
+function chooseCoding(acceptEncoding: string | undefined, available: PageFile['encoded']): Coding | undefined {
+  if (!acceptEncoding) return undefined;
+  const weights = new Map<string, number>();
+  for (const member of acceptEncoding.split(',')) {
+    const [name = '', ...parameters] = member.split(';').map((part) => part.trim().toLowerCase());
+    if (!name) continue;
+    const q = parameters.find((parameter) => /^q\s*=/.test(parameter));
+    const weight = q === undefined ? 1 : Number(q.slice(q.indexOf('=') + 1).trim());
+    // A malformed q is not read as an acceptance.
+    weights.set(name, Number.isFinite(weight) ? weight : 0);
+  }
+  const anyOther = weights.get('*') ?? 0;
+  return ENCODINGS.find(({ coding }) => available[coding] && (weights.get(coding) ?? anyOther) > 0)?.coding;
+}
+
+/** Answers `file` in the best coding the request allows; its other headers are the caller's. */
+function sendPageFile(request: FastifyRequest, reply: FastifyReply, file: PageFile) {
+  const coding = chooseCoding(request.headers['accept-encoding'], file.encoded);
+  // The answer differs by Accept-Encoding: a shared cache must keep one copy per coding.
+  reply.header('vary', 'accept-encoding').header('content-type', file.contentType);
+  if (coding === undefined) return reply.send(file.body);
+  return reply.header('content-encoding', coding).send(file.encoded[coding]);
 }
 
 const AssetParams = Type.Object({ name: Type.String({ maxLength: 100 }) });
@@ -102,9 +160,7 @@ export function pageRoutes(
       return reply.redirect(`${lastSegment}/${query === undefined ? '' : `?${query}`}`, 308);
     if (!page) throw notBuilt();
     // no-cache: the HTML names the current hashed files, so it is checked on every visit.
-    return reply
-      .headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache', 'content-type': 'text/html; charset=utf-8' })
-      .send(page.html);
+    return sendPageFile(request, reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }), page.html);
   });
 
   app.get(`${path}assets/:name`, { schema: { hide: true, params: AssetParams } }, async (request, reply) => {
@@ -112,12 +168,10 @@ export function pageRoutes(
     const asset = page.assets.get(request.params.name);
     if (!asset) throw new ServiceError('not_found', `the ${name} page has no such file`);
     // Named by their content: a changed file gets a new name, so a year-long cache is safe.
-    return reply
-      .headers({
-        ...PAGE_HEADERS,
-        'cache-control': 'public, max-age=31536000, immutable',
-        'content-type': asset.contentType,
-      })
-      .send(asset.body);
+    return sendPageFile(
+      request,
+      reply.headers({ ...PAGE_HEADERS, 'cache-control': 'public, max-age=31536000, immutable' }),
+      asset,
+    );
   });
 }
