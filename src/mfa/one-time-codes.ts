@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BaseLogger } from 'pino';
 import type { RequestContext } from '../audit/audit-trail.js';
-import { type Clock, onceAnHour } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { SmsLimits } from '../config.js';
 import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
@@ -13,7 +13,7 @@ import { maskPhone } from '../sms/sms-sender.js';
 import { type CodePurpose, type EmailPurpose, isEmailPurpose, type SmsPurpose } from '../store/database.js';
 import type { Store } from '../store/store.js';
 import { languageFor } from '../users/languages.js';
-import { type CountryBudgets, type CountryCap, countryScope, historyStart, startOfHour } from './country-budgets.js';
+import { type CountryBudgets, type CountryCap, countryScope, startOfHour } from './country-budgets.js';
 import { countryKeyOf, type PhoneNumber, rangeOf } from './phone-numbers.js';
 
 export type CodeCheck =
@@ -95,8 +95,6 @@ export function createOneTimeCodes({
   emailText,
   metrics,
 }: OneTimeCodeDeps) {
-  const pruneDue = onceAnHour();
-
   /**
    * Sends a fresh code for `purpose` to `phone` and stores it hashed, replacing the earlier one.
    * Answers `cooldown` inside the resend window; throws `sms_rate_limited` past an hourly cap,
@@ -124,8 +122,6 @@ export function createOneTimeCodes({
             throw error;
           })
         : undefined;
-    const hour = startOfHour(now);
-    await pruneStaleCounters(hour);
     return sendThrough(
       {
         userId,
@@ -317,13 +313,6 @@ export function createOneTimeCodes({
     }
     caps.push({ scope: 'global', limit: limits.globalPerHour, reached: 'the service has sent its hourly SMS' });
     return caps;
-  }
-
-  /** Deletes the counters no budget can read any more, at most once an hour per node. */
-  async function pruneStaleCounters(hour: Date) {
-    if (!pruneDue(hour)) return;
-    // The anomaly pause compares this hour's country counters with the 7 days before.
-    await store.smsQuota.pruneCounters(hour, { scopePrefix: countryScope(''), since: historyStart(hour) });
   }
 
   /** Spends the user's code for `purpose` if `code` matches; never throws for a bad code. */

@@ -24,13 +24,6 @@ export async function useSignInChallenge(
   return row !== undefined;
 }
 
-/** Forgets used challenges that ended before `cutoff` (they can no longer verify anyway). */
-export async function deleteSignInChallengesBefore(db: Executor, cutoff: Date): Promise<void> {
-  // TODO: dead once mfa/factors/webauthn.ts no longer prunes in its requests (the retention
-  // worker does it, by deleteSignInChallengeBatchBefore); true while that file calls this.
-  await db.deleteFrom('passkey_sign_in_challenge').where('expires_at', '<', cutoff.toISOString()).execute();
-}
-
 /**
  * Forgets at most `limit` used challenges that ended before `cutoff`, oldest first; returns how many.
  */

@@ -116,7 +116,8 @@ export async function listCounters(
 
 /**
  * Drops at most `limit` of the counters no cap reads again, oldest first, read from the index on
- * their window; returns how many. Which ones: as pruneCounters says.
+ * their window; returns how many: every window before `currentWindow`, except those of the scopes
+ * starting with `history.scopePrefix` since `history.since` (what the anomaly pause compares with).
  */
 export async function deleteStaleCounterBatch(
   db: Executor,
@@ -146,29 +147,4 @@ export async function deleteStaleCounterBatch(
     )
     .executeTakeFirst();
   return Number(result.numDeletedRows);
-}
-
-/**
- * Drops the counters no cap reads again: every window before `currentWindow`, except those of the
- * scopes starting with `history.scopePrefix` since `history.since` (what the anomaly pause compares with).
- * TODO: dead once mfa/one-time-codes.ts no longer prunes in its requests (the retention worker
- * does it, by deleteStaleCounterBatch); true while that file calls this.
- */
-export async function pruneCounters(
-  db: Executor,
-  currentWindow: Date,
-  history: { scopePrefix: string; since: Date },
-): Promise<void> {
-  await db
-    .deleteFrom('sms_counter')
-    .where((eb) =>
-      eb.or([
-        eb('window_start', '<', history.since.toISOString()),
-        eb.and([
-          eb('window_start', '<', currentWindow.toISOString()),
-          eb('scope', 'not like', `${history.scopePrefix}%`),
-        ]),
-      ]),
-    )
-    .execute();
 }

