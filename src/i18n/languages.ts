@@ -13,13 +13,18 @@ export function isLanguage(code: unknown): code is Language {
 
 /**
  * The first language of `preferences` (BCP 47 tags, most wanted first) that is shipped, matched on
- * its primary subtag (pt-BR is pt); English when none is.
+ * its primary subtag (pt-BR is pt); undefined when none is.
  */
-export function pickLanguage(preferences: readonly string[]): Language {
+export function findLanguage(preferences: readonly string[]): Language | undefined {
   for (const tag of preferences) {
     const primary = tag.trim().toLowerCase().split(/[-_]/)[0];
     const found = LANGUAGES.find((language) => language === primary);
     if (found) return found;
   }
-  return 'en';
+  return undefined;
+}
+
+/** As findLanguage, English when none is shipped. */
+export function pickLanguage(preferences: readonly string[]): Language {
+  return findLanguage(preferences) ?? 'en';
 }

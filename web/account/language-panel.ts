@@ -38,7 +38,7 @@ export function createLanguagePanel(api: Api, act: Act) {
 
   /**
    * Reads the stored language and shows the page in it (in the browser's languages when none is
-   * stored). A service without the endpoint (404), or any failure, leaves the page in the
+   * stored). A failure (the service unreachable, the login ended) leaves the page in the
    * browser's languages and the choice hidden: nothing to say, nothing to change.
    */
   async function load(): Promise<void> {

@@ -122,7 +122,7 @@ async function showServiceName() {
     shown.textContent = service_name;
     shown.hidden = !service_name;
   } catch {
-    // An older service without GET /mfa/service/: the header says "Account security" alone.
+    // Unreachable for now: the header says "Account security" alone.
   }
 }
 

@@ -3,7 +3,7 @@
 // public client whose id is the console's own address (src/oauth/console-client.ts), so nothing is
 // configured here. Tokens stay in memory: a reload signs in again through the browser's session.
 import { ErrorResponse, InMemoryWebStorage, type User, UserManager, WebStorageStateStore } from 'oidc-client-ts';
-import { currentLanguage } from '../shared/i18n.js';
+import { findLanguage } from '../shared/i18n.js';
 
 /** Where to go back to after a sign-in: the view, and a change that waited for a fresh sign-in. */
 export interface Resume {
@@ -74,10 +74,12 @@ export async function land(): Promise<Landing> {
  * a second factor (the hosted sign-in offers to add one to an account that has none).
  */
 export function signIn(resume: Resume, how: { fresh?: boolean; strong?: boolean } = {}): Promise<void> {
+  const browserLanguage = findLanguage(navigator.languages);
   return manager.signinRedirect({
     state: resume,
-    // The hosted sign-in in the console's language (the browser's first shipped one, CONTRACT §22).
-    ui_locales: currentLanguage(),
+    // The hosted sign-in in the console's language when the browser names a shipped one (CONTRACT
+    // §22); otherwise none, so that the operator's stored language comes before English.
+    ...(browserLanguage && { ui_locales: browserLanguage }),
     ...(how.fresh && { prompt: 'login' }),
     ...((how.fresh || how.strong) && { acr_values: 'aal2' }),
   });

@@ -9,7 +9,7 @@ import { type Language, pickLanguage } from '../../src/i18n/languages.js';
 import en from './locales/en.json' with { type: 'json' };
 import { type Catalogue, translate } from './translate.js';
 
-export { LANGUAGES, type Language } from '../../src/i18n/languages.js';
+export { findLanguage, LANGUAGES, type Language } from '../../src/i18n/languages.js';
 
 /** The languages' own names, for a choice of language (each in itself). */
 export const LANGUAGE_NAMES: Record<Language, string> = {

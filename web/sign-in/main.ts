@@ -31,8 +31,8 @@ interface SignInAnswer {
 
 interface Description extends SignInAnswer {
   service_name: string;
-  /** The language the service chose for this sign-in (ui_locales, the user's, Accept-Language); absent from older services. */
-  language?: string;
+  /** The language the service chose for this sign-in (ui_locales, the user's, Accept-Language). */
+  language: string;
   client_name: string;
   csrf_token: string;
   login_hint?: string;
@@ -235,11 +235,12 @@ byId('enrol-cancel').addEventListener('click', () => void cancel(enrol));
 
 /**
  * The page's language: the one the service chose for this sign-in (the authorization request's
- * ui_locales, then the user's, then Accept-Language), else the browser's own, which is what
- * Accept-Language said (an older service's description has no language).
+ * ui_locales, then the user's, then Accept-Language); the browser's own when the sign-in could not
+ * be described (expired, unreachable). It stays for the whole sign-in: the page does not change
+ * language under the person's hands once the password says who they are.
  */
 async function showInLanguage(description?: Description) {
-  await useLanguage(description?.language ? [description.language] : navigator.languages);
+  await useLanguage(description ? [description.language] : navigator.languages);
 }
 
 async function open() {
