@@ -4,7 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
 import { startServiceAtIssuer } from './issuer.js';
 import type { Service, ServiceOptions } from './service.js';
 
@@ -54,6 +54,29 @@ export function ensureBuilt(): void {
 export async function launchChromium(): Promise<Browser> {
   ensureChromium();
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
+}
+
+/** A page in a browser context of its own: desktop size, British English, UTC, unless `options` say otherwise. */
+export async function newDesktopPage(browser: Browser, options: BrowserContextOptions = {}): Promise<Page> {
+  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC', ...options });
+  return context.newPage();
+}
+
+/**
+ * Keeps `page`'s script errors and console errors in `problems`. Chromium logs every 4xx a fetch
+ * gets as a console error: those of the API under `refused.path` (a wrong code, a step-up) are
+ * part of the flow and left out.
+ */
+export function recordProblems(page: Page, problems: string[], refused?: { origin: string; path: string }): void {
+  page.on('console', (message) => {
+    if (message.type() !== 'error') return;
+    const isRefusal =
+      refused !== undefined &&
+      /the server responded with a status of 4\d\d/.test(message.text()) &&
+      new URL(message.location().url, refused.origin).pathname.startsWith(refused.path);
+    if (!isRefusal) problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
 }
 
 /**
