@@ -5,14 +5,15 @@ import { decodeJwt } from 'jose';
 import { generate } from 'lean-qr';
 import { toSvgPath } from 'lean-qr/extras/svg';
 import * as OTPAuth from 'otpauth';
-import type { Browser, BrowserContext, CDPSession, ConsoleMessage, Page } from 'playwright-core';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { otpauthUri } from '../../src/mfa/factors/totp.js';
 import {
   button,
-  DESKTOP,
   launchChromium,
+  newDesktopPage,
   nextTokenAnswer,
   notice,
+  recordProblems,
   SCRATCH_DIR,
   screenshots,
   startServiceOnLocalhost,
@@ -52,18 +53,16 @@ before(async () => {
   service = stack.service;
   await service.createUser(USERNAME, PASSWORD);
   browser = await launchChromium();
-  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC', acceptDownloads: true });
+  page = await newDesktopPage(browser, { acceptDownloads: true });
+  context = page.context();
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.origin });
-  page = await context.newPage();
   page.on('request', (request) => {
     if (request.method() === 'GET' && new URL(request.url()).pathname === '/mfa/recovery/') {
       recoveryReads.push(request.url());
     }
   });
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !isExpectedApiRefusal(message)) problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  // The API's refusals (a wrong code, a step-up) are part of the flow.
+  recordProblems(page, problems, { origin: stack.origin, path: '/mfa/' });
   page.on('request', (request) => requested.push(`${request.method()} ${new URL(request.url()).pathname}`));
   cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
@@ -86,15 +85,6 @@ after(async () => {
   await browser?.close();
   await stack?.close();
 });
-
-/** Chromium logs every 4xx a fetch gets; the API's (a wrong code, a step-up) are part of the flow. */
-function isExpectedApiRefusal(message: ConsoleMessage): boolean {
-  const url = message.location().url;
-  return (
-    /the server responded with a status of 4\d\d/.test(message.text()) &&
-    new URL(url, stack.origin).pathname.startsWith('/mfa/')
-  );
-}
 
 function factorItem(name: string) {
   return page.locator('#factor-list > li', { has: page.locator('.factor-name', { hasText: name }) });

@@ -4,8 +4,9 @@ import { decodeJwt } from 'jose';
 import type { Browser, Page } from 'playwright-core';
 import {
   button,
-  DESKTOP,
+  enterPassword,
   launchChromium,
+  newDesktopPage,
   nextTokenAnswer,
   notice,
   SCRATCH_DIR,
@@ -41,8 +42,7 @@ before(async () => {
   assert.equal(created.status, 200);
   backupCodes = ((await created.json()) as { backup_codes: string[] }).backup_codes;
   browser = await launchChromium();
-  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
+  page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });
 
@@ -51,11 +51,7 @@ after(async () => {
   await stack?.close();
 });
 
-async function enterPassword() {
-  await page.locator('#username').fill(USERNAME);
-  await page.locator('#password').fill(PASSWORD);
-  await page.keyboard.press('Enter');
-}
+const signIn = () => enterPassword(page, USERNAME, PASSWORD);
 
 /** Answers the page's refresh requests with `status` and `body` until `unroute`. */
 async function answerRefreshesWith(status: number, body: object, headers: Record<string, string> = {}) {
@@ -75,7 +71,7 @@ describe('the account page when the SMS provider or the service is in trouble', 
   test('the SMS provider fails at sign-in: the second step opens anyway, and a backup code signs in', async () => {
     service.twilio.behave('fail');
     await page.goto(`${stack.origin}/account/`);
-    await enterPassword();
+    await signIn();
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
     await notice(page, 'alert', 'The SMS could not be sent: the provider failed.');
     assert.equal(await page.locator('#code:focus').count(), 1, 'focus is in the code field');
@@ -100,7 +96,7 @@ describe('the account page when the SMS provider or the service is in trouble', 
   test('the SMS provider is silent at sign-in: the code that arrives late still signs in', async () => {
     service.twilio.behave('hang');
     await button(page, 'Sign out').click();
-    await enterPassword();
+    await signIn();
     await notice(page, 'alert', 'The code may still arrive');
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
     await screenshots(page, 'sms-timeout-at-sign-in', SCRATCH_DIR);
@@ -151,13 +147,10 @@ describe('the account page when the SMS provider or the service is in trouble', 
 describe('the account page opened at an IP address', () => {
   test('adding a passkey there says why the browser refused and links the same page at localhost', async () => {
     await service.createUser('dave', PASSWORD);
-    const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-    const atAddress = await context.newPage();
+    const atAddress = await newDesktopPage(browser);
     const ipOrigin = stack.origin.replace('localhost', '127.0.0.1');
     await atAddress.goto(`${ipOrigin}/account/`);
-    await atAddress.locator('#username').fill('dave');
-    await atAddress.locator('#password').fill(PASSWORD);
-    await atAddress.keyboard.press('Enter');
+    await enterPassword(atAddress, 'dave', PASSWORD);
     await button(atAddress, 'Add a passkey').click();
     await atAddress.locator('#passkey-name').fill('Laptop');
     await atAddress.locator('#passkey-name').press('Enter');
@@ -167,6 +160,6 @@ describe('the account page opened at an IP address', () => {
       `they need a domain name, not an IP address, and HTTPS anywhere but localhost. Open this page at ${stack.origin}/account/ instead.`,
     );
     assert.doesNotMatch((await atAddress.getByRole('alert').first().textContent()) ?? '', /ISSUER/);
-    await context.close();
+    await atAddress.context().close();
   });
 });

@@ -2,8 +2,16 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type * as client from 'openid-client';
 import * as OTPAuth from 'otpauth';
-import type { Browser, BrowserContext, CDPSession, ConsoleMessage, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import {
+  button,
+  launchChromium,
+  newDesktopPage,
+  notice,
+  recordProblems,
+  screenshots,
+  startServiceOnLocalhost,
+} from '../support/browser.js';
 import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import type { Service } from '../support/service.js';
@@ -30,12 +38,10 @@ before(async () => {
   stack = await startServiceOnLocalhost();
   service = stack.service;
   browser = await launchChromium();
-  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !isExpectedApiRefusal(message)) problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page = await newDesktopPage(browser);
+  context = page.context();
+  // The API's refusals (a wrong password, say) are part of the flow.
+  recordProblems(page, problems, { origin: stack.origin, path: '/mfa/' });
   acme = await startBrowserApp(stack);
   cdp = await context.newCDPSession(page);
   await cdp.send('WebAuthn.enable');
@@ -59,13 +65,6 @@ after(async () => {
   await stack?.close();
   await acme?.close();
 });
-
-function isExpectedApiRefusal(message: ConsoleMessage): boolean {
-  return (
-    /the server responded with a status of 4\d\d/.test(message.text()) &&
-    new URL(message.location().url, stack.origin).pathname.startsWith('/mfa/')
-  );
-}
 
 /** The app sends the browser to sign in; answers what the app needs to finish. */
 const startAt = (config: client.Configuration, extra: Record<string, string> = {}) =>

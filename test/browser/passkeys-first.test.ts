@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
+import {
+  button,
+  launchChromium,
+  newDesktopPage,
+  notice,
+  screenshots,
+  startServiceOnLocalhost,
+} from '../support/browser.js';
 import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 
@@ -24,8 +31,8 @@ before(async () => {
   service = stack.service;
   acme = await startBrowserApp(stack);
   browser = await launchChromium();
-  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
+  page = await newDesktopPage(browser);
+  context = page.context();
   page.on('pageerror', (error) => problems.push(error.message));
   ({ cdp, authenticatorId } = await virtualAuthenticator(page, true));
 });

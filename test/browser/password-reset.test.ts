@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
+import {
+  button,
+  enterPassword,
+  launchChromium,
+  newDesktopPage,
+  notice,
+  screenshots,
+  startServiceOnLocalhost,
+} from '../support/browser.js';
+import { createMailUser } from '../support/mail-users.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/service.js';
 import { type ReceivedMail, type SmtpTestServer, startSmtpServer, textOf } from '../support/smtp-server.js';
 
@@ -25,18 +34,10 @@ before(async () => {
   smtp = await startSmtpServer();
   stack = await startServiceOnLocalhost({ env: { SMTP_URL: smtp.url } });
   service = stack.service;
-  await expectStatus(
-    service.call('/admin/users', {
-      method: 'POST',
-      token: ADMIN_TOKEN,
-      body: { username: USERNAME, password: PASSWORD, email: EMAIL },
-    }),
-    201,
-  );
+  await createMailUser(service, USERNAME, PASSWORD, { email: EMAIL });
   await service.enrolSms(await service.accessToken(USERNAME, PASSWORD), nextPhone());
   browser = await launchChromium();
-  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
+  page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });
 
@@ -98,9 +99,7 @@ describe('forgot password, in the browser', () => {
     await page.getByRole('heading', { name: 'Your password is changed' }).waitFor();
     await screenshots(page, 'reset-done');
     await page.getByRole('link', { name: 'Sign in' }).click();
-    await page.locator('#username').fill(USERNAME);
-    await page.locator('#password').fill(NEW_PASSWORD);
-    await page.keyboard.press('Enter');
+    await enterPassword(page, USERNAME, NEW_PASSWORD);
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
   });
 

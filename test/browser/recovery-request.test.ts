@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
+import {
+  button,
+  enterPassword,
+  launchChromium,
+  newDesktopPage,
+  notice,
+  screenshots,
+  startServiceOnLocalhost,
+} from '../support/browser.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 
@@ -21,8 +29,7 @@ before(async () => {
   service = stack.service;
   user = await createTotpUser(service, 'dana');
   browser = await launchChromium();
-  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
+  page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });
 
@@ -42,9 +49,7 @@ describe('a recovery request on the account page', () => {
   test('one asked for before the sign-in: signing in with the app cancelled it, and the page says so', async () => {
     await askForRecovery();
     await page.goto(`${stack.origin}/account/`);
-    await page.locator('#username').fill(user.username);
-    await page.locator('#password').fill(PASSWORD);
-    await page.keyboard.press('Enter');
+    await enterPassword(page, user.username, PASSWORD);
     await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
     await page.locator('#code').fill(user.code());
     await page.keyboard.press('Enter');

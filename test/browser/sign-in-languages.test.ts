@@ -5,8 +5,8 @@ import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   button,
-  DESKTOP,
   launchChromium,
+  newDesktopPage,
   notice,
   SCRATCH_DIR,
   screenshots,
@@ -48,10 +48,9 @@ after(async () => {
 
 /** A browser whose languages are `locale`'s (Accept-Language and navigator.languages). */
 async function pageIn(locale: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: DESKTOP, locale, timezoneId: 'UTC' });
-  const page = await context.newPage();
+  const page = await newDesktopPage(browser, { locale });
   page.on('pageerror', (error) => pageErrors.push(`${locale}: ${error.message}`));
-  return { context, page };
+  return { context: page.context(), page };
 }
 
 /** A user with SMS codes and a set of backup codes; answers the phone's digits and the codes. */

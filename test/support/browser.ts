@@ -132,6 +132,13 @@ export async function screenshots(page: Page, name: string, dir = screenshotDir(
   await page.setViewportSize(DESKTOP);
 }
 
+/** The account page's sign-in form: `username` and `password`, sent with Enter. */
+export async function enterPassword(page: Page, username: string, password: string): Promise<void> {
+  await page.locator('#username').fill(username);
+  await page.locator('#password').fill(password);
+  await page.keyboard.press('Enter');
+}
+
 /** The token endpoint's next answer, parsed. */
 export async function nextTokenAnswer(page: Page): Promise<any> {
   const response = await page.waitForResponse((candidate) => candidate.url().endsWith('/mfa/oauth2/token/'));
