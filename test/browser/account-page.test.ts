@@ -8,6 +8,7 @@ import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { otpauthUri } from '../../src/mfa/factors/totp.js';
 import {
+  addVirtualAuthenticator,
   button,
   launchChromium,
   newDesktopPage,
@@ -64,21 +65,8 @@ before(async () => {
   // The API's refusals (a wrong code, a step-up) are part of the flow.
   recordProblems(page, problems, { origin: stack.origin, path: '/mfa/' });
   page.on('request', (request) => requested.push(`${request.method()} ${new URL(request.url()).pathname}`));
-  cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      // A security key without discoverable credentials: its passkeys are second factors, so the
-      // username field's autofill (conditional mediation), which Chromium's virtual authenticator
-      // would answer by itself, offers none of them. Signing in with a passkey alone has its test.
-      hasResidentKey: false,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  }));
+  // A security key: its passkeys are second factors. Signing in with a passkey alone has its test.
+  ({ cdp, authenticatorId } = await addVirtualAuthenticator(page, false));
 });
 
 after(async () => {

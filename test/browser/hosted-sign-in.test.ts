@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type * as client from 'openid-client';
 import * as OTPAuth from 'otpauth';
-import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import {
+  addVirtualAuthenticator,
   button,
   launchChromium,
   newDesktopPage,
@@ -27,9 +28,7 @@ let acme: BrowserApp;
 let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
 let service: Service;
 let browser: Browser;
-let context: BrowserContext;
 let page: Page;
-let cdp: CDPSession;
 const problems: string[] = [];
 /** The codes the first factor's enrolment showed. */
 let ivanBackupCodes: string[] = [];
@@ -39,25 +38,11 @@ before(async () => {
   service = stack.service;
   browser = await launchChromium();
   page = await newDesktopPage(browser);
-  context = page.context();
   // The API's refusals (a wrong password, say) are part of the flow.
   recordProblems(page, problems, { origin: stack.origin, path: '/mfa/' });
   acme = await startBrowserApp(stack);
-  cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      // A security key without discoverable credentials: its passkeys are second factors, so the
-      // username field's autofill (conditional mediation), which Chromium's virtual authenticator
-      // would answer by itself, offers none of them. Signing in with a passkey alone has its test.
-      hasResidentKey: false,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  });
+  // A security key: its passkeys are second factors. Signing in with a passkey alone has its test.
+  await addVirtualAuthenticator(page, false);
 });
 
 after(async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import {
+  addVirtualAuthenticator,
   button,
   launchChromium,
   newDesktopPage,
@@ -34,7 +35,7 @@ before(async () => {
   page = await newDesktopPage(browser);
   context = page.context();
   page.on('pageerror', (error) => problems.push(error.message));
-  ({ cdp, authenticatorId } = await virtualAuthenticator(page, true));
+  ({ cdp, authenticatorId } = await addVirtualAuthenticator(page, true));
 });
 
 after(async () => {
@@ -42,23 +43,6 @@ after(async () => {
   await stack?.close();
   await acme?.close();
 });
-
-/** A platform authenticator with discoverable credentials and user verification (CDP's WebAuthn domain). */
-async function virtualAuthenticator(on: Page, presence: boolean) {
-  const session = await on.context().newCDPSession(on);
-  await session.send('WebAuthn.enable');
-  const { authenticatorId: id } = await session.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: presence,
-    },
-  });
-  return { cdp: session, authenticatorId: id };
-}
 
 /**
  * Another tab whose own authenticator holds a copy of the page's passkey. Give it back with
@@ -71,7 +55,7 @@ async function tabWithThePasskey(prepare?: (tab: Page) => Promise<unknown>) {
   assert.ok(credential, 'the virtual authenticator holds the passkey');
   const tab = await context.newPage();
   await prepare?.(tab);
-  const copy = await virtualAuthenticator(tab, true);
+  const copy = await addVirtualAuthenticator(tab, true);
   await copy.cdp.send('WebAuthn.addCredential', { authenticatorId: copy.authenticatorId, credential });
   const done = async () => {
     const moved = await copy.cdp.send('WebAuthn.getCredentials', { authenticatorId: copy.authenticatorId });

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, type CDPSession, chromium, type Page } from 'playwright-core';
 import { startServiceAtIssuer } from './issuer.js';
 import type { Service, ServiceOptions } from './service.js';
 
@@ -60,6 +60,31 @@ export async function launchChromium(): Promise<Browser> {
 export async function newDesktopPage(browser: Browser, options: BrowserContextOptions = {}): Promise<Page> {
   const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC', ...options });
   return context.newPage();
+}
+
+/**
+ * Chromium's virtual authenticator for `page` (CDP's WebAuthn domain), which verifies the person
+ * and answers by itself. Without `discoverable` credentials it is a security key whose passkeys are
+ * second factors: the username field's autofill (conditional mediation), which it would answer by
+ * itself, offers none of them.
+ */
+export async function addVirtualAuthenticator(
+  page: Page,
+  discoverable: boolean,
+): Promise<{ cdp: CDPSession; authenticatorId: string }> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: discoverable,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return { cdp, authenticatorId };
 }
 
 /**
