@@ -4,13 +4,13 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import {
   DESKTOP,
-  launchChromium,
   newDesktopPage,
   notice,
   PHONE,
+  type ServiceOnLocalhost,
   screenshotDir,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { nextPhone, type Service, TestClock } from '../support/service.js';
 
@@ -26,7 +26,7 @@ const PASSWORD = 'correct horse battery';
 const SERVICE_NAME = 'Nordlicht Bank';
 const DAY_MS = 86_400_000;
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -38,14 +38,12 @@ let storesLanguages = false;
 before(async () => {
   // The factor is made three days ago, so that the page says when in words ("vor 3 Tagen").
   const clock = new TestClock(Date.now() - 3 * DAY_MS);
-  stack = await startServiceOnLocalhost({ clock, env: { SERVICE_NAME } });
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium({ clock, env: { SERVICE_NAME } }));
   const { token } = await service.createUserWithMfa(USERNAME, PASSWORD, phone);
   const created = await service.call('/mfa/recovery/', { method: 'POST', token });
   assert.equal(created.status, 200);
   storesLanguages = (await service.call('/mfa/language/', { token })).status !== 404;
   clock.moveTo(Date.now());
-  browser = await launchChromium();
   page = await newDesktopPage(browser, { locale: 'de-DE' });
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });

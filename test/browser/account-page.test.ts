@@ -10,14 +10,14 @@ import { otpauthUri } from '../../src/mfa/factors/totp.js';
 import {
   addVirtualAuthenticator,
   button,
-  launchChromium,
   newDesktopPage,
   nextTokenAnswer,
   notice,
   recordProblems,
   SCRATCH_DIR,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { nextPhone, type Service } from '../support/service.js';
 
@@ -31,7 +31,7 @@ const PASSWORD = 'correct horse battery';
 /** As long as a factor name may be, with no space to break the line at. */
 const LONG_NAME = 'YubiKey5CNFC_work_backup_serial_0123456789_ABCDEFGHIJKLMNOPQRSTU';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let context: BrowserContext;
@@ -50,10 +50,8 @@ const smsPhoneShown = `+${smsPhone.slice(0, 1)} ${smsPhone.slice(1, 4)} ${smsPho
 const recoveryReads: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium());
   await service.createUser(USERNAME, PASSWORD);
-  browser = await launchChromium();
   page = await newDesktopPage(browser, { acceptDownloads: true });
   context = page.context();
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.origin });

@@ -5,13 +5,13 @@ import type { Browser, Page } from 'playwright-core';
 import {
   button,
   enterPassword,
-  launchChromium,
   newDesktopPage,
   nextTokenAnswer,
   notice,
   SCRATCH_DIR,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { nextPhone, type Service } from '../support/service.js';
 
@@ -22,7 +22,7 @@ import { nextPhone, type Service } from '../support/service.js';
 const USERNAME = 'carol';
 const PASSWORD = 'correct horse battery';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -31,17 +31,15 @@ const phone = nextPhone();
 const pageErrors: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost({
+  ({ stack, service, browser } = await startServiceAndChromium({
     // A silent provider is given up on after 1 s rather than the default, so the test stays short.
     adjust: (config) =>
       config.sms.kind === 'twilio' ? { ...config, sms: { ...config.sms, timeoutMs: 1000 } } : config,
-  });
-  service = stack.service;
+  }));
   const { token } = await service.createUserWithMfa(USERNAME, PASSWORD, phone);
   const created = await service.call('/mfa/recovery/', { method: 'POST', token });
   assert.equal(created.status, 200);
   backupCodes = ((await created.json()) as { backup_codes: string[] }).backup_codes;
-  browser = await launchChromium();
   page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });

@@ -10,27 +10,25 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   button,
-  launchChromium,
   newDesktopPage,
   notice,
   recordProblems,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { addSmsSends, createOperatorAndUser, pauseCountry, signInAtHostedPage } from '../support/console.js';
 import { createTotpUser } from '../support/openid-flow.js';
 import type { Service } from '../support/service.js';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 const problems: string[] = [];
 const contexts: BrowserContext[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
-  browser = await launchChromium();
+  ({ stack, service, browser } = await startServiceAndChromium());
 });
 
 after(async () => {

@@ -9,12 +9,12 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   button,
-  launchChromium,
   newDesktopPage,
   notice,
   recordProblems,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import {
   addSmsSends,
@@ -28,16 +28,14 @@ import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 const problems: string[] = [];
 
 before(async () => {
   // The webhook receiver listens on 127.0.0.1.
-  stack = await startServiceOnLocalhost({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
-  service = stack.service;
-  browser = await launchChromium();
+  ({ stack, service, browser } = await startServiceAndChromium({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } }));
 });
 
 after(async () => {

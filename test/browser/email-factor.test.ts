@@ -4,11 +4,11 @@ import type { Browser, Page } from 'playwright-core';
 import {
   button,
   enterPassword,
-  launchChromium,
   newDesktopPage,
   notice,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { createMailUser } from '../support/mail-users.js';
 import type { Service } from '../support/service.js';
@@ -24,7 +24,7 @@ const EMAIL = 'frank@mail.example';
 const PASSWORD = 'correct horse battery';
 
 let smtp: SmtpTestServer;
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -33,10 +33,8 @@ const pageErrors: string[] = [];
 
 before(async () => {
   smtp = await startSmtpServer();
-  stack = await startServiceOnLocalhost({ env: { SMTP_URL: smtp.url, EMAIL_FACTOR: 'on' } });
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium({ env: { SMTP_URL: smtp.url, EMAIL_FACTOR: 'on' } }));
   await createMailUser(service, USERNAME, PASSWORD, { email: EMAIL });
-  browser = await launchChromium();
   page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });

@@ -8,19 +8,19 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startSpa } from '../../examples/spa/serve.js';
 import {
   button,
-  launchChromium,
   newDesktopPage,
   nextTokenAnswer,
   recordProblems,
   SCRATCH_DIR,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { freePort } from '../support/free-port.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let spa: Awaited<ReturnType<typeof startSpa>>;
 let browser: Browser;
@@ -30,8 +30,7 @@ let code: () => string;
 const problems: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium());
   const port = await freePort();
   const origin = `http://localhost:${port}`;
   const registered = await expectStatus(
@@ -55,7 +54,6 @@ before(async () => {
   code = (await createTotpUser(service, 'spa-sigrid')).currentCode;
   service.clock.advance(30); // the code that enrolled is never accepted again
 
-  browser = await launchChromium();
   page = await newDesktopPage(browser);
   context = page.context();
   recordProblems(page, problems);

@@ -6,12 +6,12 @@ import type { Browser, Page } from 'playwright-core';
 import {
   addVirtualAuthenticator,
   button,
-  launchChromium,
   newDesktopPage,
   notice,
   recordProblems,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
@@ -25,7 +25,7 @@ import type { Service } from '../support/service.js';
 /** The app that sends people here. */
 let acme: BrowserApp;
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -34,9 +34,7 @@ const problems: string[] = [];
 let ivanBackupCodes: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
-  browser = await launchChromium();
+  ({ stack, service, browser } = await startServiceAndChromium());
   page = await newDesktopPage(browser);
   // The API's refusals (a wrong password, say) are part of the flow.
   recordProblems(page, problems, { origin: stack.origin, path: '/mfa/' });

@@ -4,11 +4,11 @@ import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core'
 import {
   addVirtualAuthenticator,
   button,
-  launchChromium,
   newDesktopPage,
   notice,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
@@ -17,7 +17,7 @@ import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 // discoverable credentials and verifying the person: an account made without a password gets in
 // from its invite link, then signs in with the passkey alone, on the account page and at an app.
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let context: BrowserContext;
@@ -28,10 +28,8 @@ let acme: BrowserApp;
 const problems: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium());
   acme = await startBrowserApp(stack);
-  browser = await launchChromium();
   page = await newDesktopPage(browser);
   context = page.context();
   page.on('pageerror', (error) => problems.push(error.message));

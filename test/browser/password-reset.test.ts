@@ -4,11 +4,11 @@ import type { Browser, Page } from 'playwright-core';
 import {
   button,
   enterPassword,
-  launchChromium,
   newDesktopPage,
   notice,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { createMailUser } from '../support/mail-users.js';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/service.js';
@@ -24,7 +24,7 @@ const PASSWORD = 'correct horse battery';
 const NEW_PASSWORD = 'violet tugboat lantern';
 
 let smtp: SmtpTestServer;
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -32,11 +32,9 @@ const pageErrors: string[] = [];
 
 before(async () => {
   smtp = await startSmtpServer();
-  stack = await startServiceOnLocalhost({ env: { SMTP_URL: smtp.url } });
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium({ env: { SMTP_URL: smtp.url } }));
   await createMailUser(service, USERNAME, PASSWORD, { email: EMAIL });
   await service.enrolSms(await service.accessToken(USERNAME, PASSWORD), nextPhone());
-  browser = await launchChromium();
   page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });

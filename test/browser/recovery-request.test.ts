@@ -4,11 +4,11 @@ import type { Browser, Page } from 'playwright-core';
 import {
   button,
   enterPassword,
-  launchChromium,
   newDesktopPage,
   notice,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
@@ -17,7 +17,7 @@ import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 // cancelled by it, and the page says so; one made while the page is open shows when the person
 // comes back to the tab, with a button that cancels it.
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -25,10 +25,8 @@ let user: Awaited<ReturnType<typeof createTotpUser>>;
 const pageErrors: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium());
   user = await createTotpUser(service, 'dana');
-  browser = await launchChromium();
   page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });

@@ -5,12 +5,12 @@ import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   button,
-  launchChromium,
   newDesktopPage,
   notice,
   SCRATCH_DIR,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
 import { PASSWORD } from '../support/openid-flow.js';
@@ -22,7 +22,7 @@ import { expectStatus, nextPhone, type Service } from '../support/service.js';
 // forms are all translated; English stays as it was. Issue 31: an SMS cooldown at the second step
 // is information, the "Send a new code" button counting the seconds down.
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let acme: BrowserApp;
@@ -32,9 +32,7 @@ let payrollConfig: client.Configuration;
 const pageErrors: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
-  browser = await launchChromium();
+  ({ stack, service, browser } = await startServiceAndChromium());
   acme = await startBrowserApp(stack);
   config = await acme.register({ name: 'Acme web' });
   payrollConfig = await acme.register({ name: 'Lohnbuchhaltung', mfa_policy: 'required' });

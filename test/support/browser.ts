@@ -108,11 +108,27 @@ export function recordProblems(page: Page, problems: string[], refused?: { origi
  * The service with ISSUER http://localhost:<port>, a secure context for WebAuthn whose RP ID is
  * `localhost`.
  */
-export async function startServiceOnLocalhost(
-  options: ServiceOptions = {},
-): Promise<{ service: Service; origin: string; close(): Promise<void> }> {
+export async function startServiceOnLocalhost(options: ServiceOptions = {}): ReturnType<typeof startServiceAtIssuer> {
   ensureBuilt();
   return startServiceAtIssuer(options, 'localhost');
+}
+
+export type ServiceOnLocalhost = Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+
+/**
+ * What a browser test file starts first: the service on localhost (`startServiceOnLocalhost`) and
+ * Chromium. Close them in that file's `after`, the browser first.
+ */
+export async function startServiceAndChromium(
+  options: ServiceOptions = {},
+): Promise<{ stack: ServiceOnLocalhost; service: Service; browser: Browser }> {
+  const stack = await startServiceOnLocalhost(options);
+  try {
+    return { stack, service: stack.service, browser: await launchChromium() };
+  } catch (error) {
+    await stack.close();
+    throw error;
+  }
 }
 
 /**
