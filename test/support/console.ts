@@ -58,9 +58,12 @@ export async function pauseCountry(service: Service, country: string): Promise<v
  * authenticator app) when one is given.
  */
 export async function signInAtHostedPage(page: Page, username: string, code?: () => string): Promise<void> {
-  await page.getByLabel('Username').waitFor();
+  // Exactly 'Username': the console's own search field ('Username or email') would match too, and
+  // be typed into while a slow redirect to the hosted sign-in has not yet left the console.
+  const usernameField = page.getByLabel('Username', { exact: true });
+  await usernameField.waitFor();
   // The hosted sign-in of a sign-in that must be fresh (prompt=login) already names the person.
-  if (await page.getByLabel('Username').isEditable()) await page.getByLabel('Username').fill(username);
+  if (await usernameField.isEditable()) await usernameField.fill(username);
   await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
   await button(page, 'Continue').click();
   if (!code) return;
