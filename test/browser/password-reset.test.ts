@@ -76,6 +76,9 @@ describe('forgot password, in the browser', () => {
     // The same words for a name no account has.
     await page.locator('#forgot-name').fill('nobody-at-all');
     await button(page, 'Email me a link').click();
+    // The words still show from the first request: this one's answer is awaited (the form is busy
+    // until then, its focus on <body>, where Escape would not reach the form).
+    await page.locator('form[aria-busy]').waitFor({ state: 'detached' });
     await notice(page, 'status', LINK_ASKED);
     await page.keyboard.press('Escape');
     await page.getByRole('button', { name: 'Continue' }).waitFor();
