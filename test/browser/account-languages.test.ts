@@ -1,15 +1,16 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import {
   DESKTOP,
-  launchChromium,
+  newDesktopPage,
   notice,
   PHONE,
+  type ServiceOnLocalhost,
   screenshotDir,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { nextPhone, type Service, TestClock } from '../support/service.js';
 
@@ -25,10 +26,9 @@ const PASSWORD = 'correct horse battery';
 const SERVICE_NAME = 'Nordlicht Bank';
 const DAY_MS = 86_400_000;
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
-let context: BrowserContext;
 let page: Page;
 const phone = nextPhone();
 const pageErrors: string[] = [];
@@ -38,16 +38,13 @@ let storesLanguages = false;
 before(async () => {
   // The factor is made three days ago, so that the page says when in words ("vor 3 Tagen").
   const clock = new TestClock(Date.now() - 3 * DAY_MS);
-  stack = await startServiceOnLocalhost({ clock, env: { SERVICE_NAME } });
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium({ clock, env: { SERVICE_NAME } }));
   const { token } = await service.createUserWithMfa(USERNAME, PASSWORD, phone);
   const created = await service.call('/mfa/recovery/', { method: 'POST', token });
   assert.equal(created.status, 200);
   storesLanguages = (await service.call('/mfa/language/', { token })).status !== 404;
   clock.moveTo(Date.now());
-  browser = await launchChromium();
-  context = await browser.newContext({ viewport: DESKTOP, locale: 'de-DE', timezoneId: 'UTC' });
-  page = await context.newPage();
+  page = await newDesktopPage(browser, { locale: 'de-DE' });
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });
 
@@ -212,8 +209,7 @@ describe('the account page in its users’ languages (CONTRACT §22)', () => {
   });
 
   test('an English browser sees the page in English, as before', async () => {
-    const english = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-    const tab = await english.newPage();
+    const tab = await newDesktopPage(browser);
     tab.on('pageerror', (error) => pageErrors.push(error.message));
     await tab.goto(`${stack.origin}/account/`);
     await tab.getByRole('heading', { name: 'Sign in' }).waitFor();
@@ -228,7 +224,7 @@ describe('the account page in its users’ languages (CONTRACT §22)', () => {
       /^Added 3 days ago · Last used (just now|\d+ minutes? ago)$/,
     );
     await tab.getByRole('button', { name: 'Rename “SMS”' }).waitFor();
-    await english.close();
+    await tab.context().close();
   });
 
   test('no script error on the way', () => {

@@ -5,17 +5,19 @@ import { decodeJwt } from 'jose';
 import { generate } from 'lean-qr';
 import { toSvgPath } from 'lean-qr/extras/svg';
 import * as OTPAuth from 'otpauth';
-import type { Browser, BrowserContext, CDPSession, ConsoleMessage, Page } from 'playwright-core';
+import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { otpauthUri } from '../../src/mfa/factors/totp.js';
 import {
+  addVirtualAuthenticator,
   button,
-  DESKTOP,
-  launchChromium,
+  newDesktopPage,
   nextTokenAnswer,
   notice,
+  recordProblems,
   SCRATCH_DIR,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { nextPhone, type Service } from '../support/service.js';
 
@@ -29,7 +31,7 @@ const PASSWORD = 'correct horse battery';
 /** As long as a factor name may be, with no space to break the line at. */
 const LONG_NAME = 'YubiKey5CNFC_work_backup_serial_0123456789_ABCDEFGHIJKLMNOPQRSTU';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let context: BrowserContext;
@@ -48,53 +50,27 @@ const smsPhoneShown = `+${smsPhone.slice(0, 1)} ${smsPhone.slice(1, 4)} ${smsPho
 const recoveryReads: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium());
   await service.createUser(USERNAME, PASSWORD);
-  browser = await launchChromium();
-  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC', acceptDownloads: true });
+  page = await newDesktopPage(browser, { acceptDownloads: true });
+  context = page.context();
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.origin });
-  page = await context.newPage();
   page.on('request', (request) => {
     if (request.method() === 'GET' && new URL(request.url()).pathname === '/mfa/recovery/') {
       recoveryReads.push(request.url());
     }
   });
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !isExpectedApiRefusal(message)) problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  // The API's refusals (a wrong code, a step-up) are part of the flow.
+  recordProblems(page, problems, { origin: stack.origin, path: '/mfa/' });
   page.on('request', (request) => requested.push(`${request.method()} ${new URL(request.url()).pathname}`));
-  cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      // A security key without discoverable credentials: its passkeys are second factors, so the
-      // username field's autofill (conditional mediation), which Chromium's virtual authenticator
-      // would answer by itself, offers none of them. Signing in with a passkey alone has its test.
-      hasResidentKey: false,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  }));
+  // A security key: its passkeys are second factors. Signing in with a passkey alone has its test.
+  ({ cdp, authenticatorId } = await addVirtualAuthenticator(page, false));
 });
 
 after(async () => {
   await browser?.close();
   await stack?.close();
 });
-
-/** Chromium logs every 4xx a fetch gets; the API's (a wrong code, a step-up) are part of the flow. */
-function isExpectedApiRefusal(message: ConsoleMessage): boolean {
-  const url = message.location().url;
-  return (
-    /the server responded with a status of 4\d\d/.test(message.text()) &&
-    new URL(url, stack.origin).pathname.startsWith('/mfa/')
-  );
-}
 
 function factorItem(name: string) {
   return page.locator('#factor-list > li', { has: page.locator('.factor-name', { hasText: name }) });

@@ -4,13 +4,14 @@ import { decodeJwt } from 'jose';
 import type { Browser, Page } from 'playwright-core';
 import {
   button,
-  DESKTOP,
-  launchChromium,
+  enterPassword,
+  newDesktopPage,
   nextTokenAnswer,
   notice,
   SCRATCH_DIR,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { nextPhone, type Service } from '../support/service.js';
 
@@ -21,7 +22,7 @@ import { nextPhone, type Service } from '../support/service.js';
 const USERNAME = 'carol';
 const PASSWORD = 'correct horse battery';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -30,19 +31,16 @@ const phone = nextPhone();
 const pageErrors: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost({
+  ({ stack, service, browser } = await startServiceAndChromium({
     // A silent provider is given up on after 1 s rather than the default, so the test stays short.
     adjust: (config) =>
       config.sms.kind === 'twilio' ? { ...config, sms: { ...config.sms, timeoutMs: 1000 } } : config,
-  });
-  service = stack.service;
+  }));
   const { token } = await service.createUserWithMfa(USERNAME, PASSWORD, phone);
   const created = await service.call('/mfa/recovery/', { method: 'POST', token });
   assert.equal(created.status, 200);
   backupCodes = ((await created.json()) as { backup_codes: string[] }).backup_codes;
-  browser = await launchChromium();
-  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
+  page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });
 
@@ -51,11 +49,7 @@ after(async () => {
   await stack?.close();
 });
 
-async function enterPassword() {
-  await page.locator('#username').fill(USERNAME);
-  await page.locator('#password').fill(PASSWORD);
-  await page.keyboard.press('Enter');
-}
+const signIn = () => enterPassword(page, USERNAME, PASSWORD);
 
 /** Answers the page's refresh requests with `status` and `body` until `unroute`. */
 async function answerRefreshesWith(status: number, body: object, headers: Record<string, string> = {}) {
@@ -75,7 +69,7 @@ describe('the account page when the SMS provider or the service is in trouble', 
   test('the SMS provider fails at sign-in: the second step opens anyway, and a backup code signs in', async () => {
     service.twilio.behave('fail');
     await page.goto(`${stack.origin}/account/`);
-    await enterPassword();
+    await signIn();
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
     await notice(page, 'alert', 'The SMS could not be sent: the provider failed.');
     assert.equal(await page.locator('#code:focus').count(), 1, 'focus is in the code field');
@@ -100,7 +94,7 @@ describe('the account page when the SMS provider or the service is in trouble', 
   test('the SMS provider is silent at sign-in: the code that arrives late still signs in', async () => {
     service.twilio.behave('hang');
     await button(page, 'Sign out').click();
-    await enterPassword();
+    await signIn();
     await notice(page, 'alert', 'The code may still arrive');
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
     await screenshots(page, 'sms-timeout-at-sign-in', SCRATCH_DIR);
@@ -151,13 +145,10 @@ describe('the account page when the SMS provider or the service is in trouble', 
 describe('the account page opened at an IP address', () => {
   test('adding a passkey there says why the browser refused and links the same page at localhost', async () => {
     await service.createUser('dave', PASSWORD);
-    const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-    const atAddress = await context.newPage();
+    const atAddress = await newDesktopPage(browser);
     const ipOrigin = stack.origin.replace('localhost', '127.0.0.1');
     await atAddress.goto(`${ipOrigin}/account/`);
-    await atAddress.locator('#username').fill('dave');
-    await atAddress.locator('#password').fill(PASSWORD);
-    await atAddress.keyboard.press('Enter');
+    await enterPassword(atAddress, 'dave', PASSWORD);
     await button(atAddress, 'Add a passkey').click();
     await atAddress.locator('#passkey-name').fill('Laptop');
     await atAddress.locator('#passkey-name').press('Enter');
@@ -167,6 +158,6 @@ describe('the account page opened at an IP address', () => {
       `they need a domain name, not an IP address, and HTTPS anywhere but localhost. Open this page at ${stack.origin}/account/ instead.`,
     );
     assert.doesNotMatch((await atAddress.getByRole('alert').first().textContent()) ?? '', /ISSUER/);
-    await context.close();
+    await atAddress.context().close();
   });
 });

@@ -7,22 +7,28 @@
 // through that session.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
-import { addSmsSends, grantOperator, pauseCountry, signInAtHostedPage } from '../support/console.js';
-import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import {
+  button,
+  newDesktopPage,
+  notice,
+  recordProblems,
+  type ServiceOnLocalhost,
+  screenshots,
+  startServiceAndChromium,
+} from '../support/browser.js';
+import { addSmsSends, createOperatorAndUser, pauseCountry, signInAtHostedPage } from '../support/console.js';
+import { createTotpUser } from '../support/openid-flow.js';
 import type { Service } from '../support/service.js';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 const problems: string[] = [];
 const contexts: BrowserContext[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
-  browser = await launchChromium();
+  ({ stack, service, browser } = await startServiceAndChromium());
 });
 
 after(async () => {
@@ -34,23 +40,12 @@ after(async () => {
 
 const consoleUrl = () => `${stack.origin}/admin/console/`;
 
-/** The admin API's refusals, which the console answers by signing in again or saying why. */
-function isExpectedRefusal(message: ConsoleMessage): boolean {
-  return (
-    /the server responded with a status of 4\d\d/.test(message.text()) &&
-    new URL(message.location().url, stack.origin).pathname.startsWith('/admin/')
-  );
-}
-
 /** A page in a browser of its own whose languages are `locale`; its script errors fail the test. */
 async function pageIn(locale: string, storageState?: Awaited<ReturnType<BrowserContext['storageState']>>) {
-  const context = await browser.newContext({ viewport: DESKTOP, locale, timezoneId: 'UTC', storageState });
-  contexts.push(context);
-  const page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !isExpectedRefusal(message)) problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  const page = await newDesktopPage(browser, { locale, storageState });
+  contexts.push(page.context());
+  // The admin API's refusals are not problems: the console answers them by signing in again or saying why.
+  recordProblems(page, problems, { origin: stack.origin, path: '/admin/' });
   return page;
 }
 
@@ -78,29 +73,27 @@ async function textsOf(page: Page, selector: string): Promise<string[]> {
 
 describe('the operators’ console in the browser’s language (CONTRACT §22)', () => {
   let operator: Awaited<ReturnType<typeof createTotpUser>>;
-  let tina: Awaited<ReturnType<typeof createTotpUser>>;
 
   before(async () => {
-    operator = await createTotpUser(service, 'olga');
-    await grantOperator(service, 'olga');
-    tina = await createTotpUser(service, 'tina');
-    // tina signs in to an app: a session the console shows.
-    await service.accessToken('tina', PASSWORD, { mfa_code: tina.code() });
+    ({ operator } = await createOperatorAndUser(service));
   });
 
+  /** The console in `locale`, olga signed in: the users' view, the page's language and the navigation as `expected`. */
+  async function usersViewIn(locale: string, expected: { heading: string; lang: string; nav: string[] }) {
+    const page = await consoleIn(locale, 'olga', 'Users', operator.code);
+    await page.getByRole('heading', { name: expected.heading, level: 1 }).waitFor();
+    assert.equal(await page.evaluate('document.documentElement.lang'), expected.lang);
+    assert.deepEqual(await textsOf(page, '#nav a'), expected.nav);
+    return page;
+  }
+
   test('in Spanish: navigation, headings, a user’s factors and sessions, a confirmation by name, a table’s columns and plurals', async () => {
-    const page = await consoleIn('es-ES', 'olga', 'Users', operator.code);
-    await page.getByRole('heading', { name: 'Usuarios', level: 1 }).waitFor();
-    assert.equal(await page.evaluate('document.documentElement.lang'), 'es');
+    const page = await usersViewIn('es-ES', {
+      heading: 'Usuarios',
+      lang: 'es',
+      nav: ['Usuarios', 'SMS', 'Inicios de sesión', 'Clientes', 'Webhooks', 'Claves de firma'],
+    });
     assert.equal(await page.title(), 'Usuarios · Consola de operadores');
-    assert.deepEqual(await textsOf(page, '#nav a'), [
-      'Usuarios',
-      'SMS',
-      'Inicios de sesión',
-      'Clientes',
-      'Webhooks',
-      'Claves de firma',
-    ]);
     assert.equal(await page.getByRole('navigation', { name: 'Consola' }).isVisible(), true);
     assert.match((await page.locator('#who').textContent()) ?? '', /^Sesión iniciada como olga$/);
     assert.equal(await button(page, 'Cerrar sesión').isVisible(), true);
@@ -179,17 +172,11 @@ describe('the operators’ console in the browser’s language (CONTRACT §22)',
   });
 
   test('in German: the signing keys’ table, a rotation confirmed, numbers grouped as German does', async () => {
-    const page = await consoleIn('de-DE', 'olga', 'Users', operator.code);
-    await page.getByRole('heading', { name: 'Benutzer', level: 1 }).waitFor();
-    assert.equal(await page.evaluate('document.documentElement.lang'), 'de');
-    assert.deepEqual(await textsOf(page, '#nav a'), [
-      'Benutzer',
-      'SMS',
-      'Anmeldungen',
-      'Clients',
-      'Webhooks',
-      'Signaturschlüssel',
-    ]);
+    const page = await usersViewIn('de-DE', {
+      heading: 'Benutzer',
+      lang: 'de',
+      nav: ['Benutzer', 'SMS', 'Anmeldungen', 'Clients', 'Webhooks', 'Signaturschlüssel'],
+    });
 
     await page.getByRole('link', { name: 'Signaturschlüssel' }).click();
     await page.getByRole('heading', { name: 'Signaturschlüssel', level: 1 }).waitFor();
@@ -260,18 +247,12 @@ describe('the operators’ console in the browser’s language (CONTRACT §22)',
   });
 
   test('English is unchanged, and a browser in a language not shipped (Japanese) gets English', async () => {
-    const page = await consoleIn('ja-JP', 'olga', 'Users', operator.code);
-    await page.getByRole('heading', { name: 'Users', level: 1 }).waitFor();
-    assert.equal(await page.evaluate('document.documentElement.lang'), 'en');
+    const page = await usersViewIn('ja-JP', {
+      heading: 'Users',
+      lang: 'en',
+      nav: ['Users', 'SMS', 'Sign-ins', 'Clients', 'Webhooks', 'Signing keys'],
+    });
     assert.equal(await page.title(), 'Users · Operators’ console');
-    assert.deepEqual(await textsOf(page, '#nav a'), [
-      'Users',
-      'SMS',
-      'Sign-ins',
-      'Clients',
-      'Webhooks',
-      'Signing keys',
-    ]);
     await page.getByRole('link', { name: 'SMS' }).click();
     await page.locator('#sms-summary', { hasText: 'enrolment SMS' }).waitFor();
     assert.equal(

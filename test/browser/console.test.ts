@@ -6,23 +6,36 @@
 // factor, see why there is nothing and no data.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, ConsoleMessage, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
-import { addSmsSends, grantOperator, pauseCountry, signInAtHostedPage } from '../support/console.js';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import {
+  button,
+  newDesktopPage,
+  notice,
+  recordProblems,
+  type ServiceOnLocalhost,
+  screenshots,
+  startServiceAndChromium,
+} from '../support/browser.js';
+import {
+  addSmsSends,
+  createOperatorAndUser,
+  grantOperator,
+  pauseCountry,
+  signInAtHostedPage,
+} from '../support/console.js';
+import { createMailUser } from '../support/mail-users.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 import { eventually, startWebhookReceiver } from '../support/webhook-receiver.js';
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 const problems: string[] = [];
 
 before(async () => {
   // The webhook receiver listens on 127.0.0.1.
-  stack = await startServiceOnLocalhost({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } });
-  service = stack.service;
-  browser = await launchChromium();
+  ({ stack, service, browser } = await startServiceAndChromium({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } }));
 });
 
 after(async () => {
@@ -32,21 +45,10 @@ after(async () => {
 
 /** A page in a browser of its own (no sign-in session), whose script errors fail the test. */
 async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  const page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !isExpectedRefusal(message)) problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  return { context, page };
-}
-
-/** The admin API's refusals, which the console answers by signing in again or saying why. */
-function isExpectedRefusal(message: ConsoleMessage): boolean {
-  return (
-    /the server responded with a status of 4\d\d/.test(message.text()) &&
-    new URL(message.location().url, stack.origin).pathname.startsWith('/admin/')
-  );
+  const page = await newDesktopPage(browser);
+  // The admin API's refusals are not problems: the console answers them by signing in again or saying why.
+  recordProblems(page, problems, { origin: stack.origin, path: '/admin/' });
+  return { context: page.context(), page };
 }
 
 const consoleUrl = () => `${stack.origin}/admin/console/`;
@@ -62,19 +64,8 @@ describe('the operators’ console in Chromium (CONTRACT §21)', () => {
   let tina: Awaited<ReturnType<typeof createTotpUser>>;
 
   before(async () => {
-    operator = await createTotpUser(service, 'olga');
-    await grantOperator(service, 'olga');
-    tina = await createTotpUser(service, 'tina');
-    await expectStatus(
-      service.call('/admin/users', {
-        method: 'POST',
-        token: ADMIN_TOKEN,
-        body: { username: 'tim', password: PASSWORD, email: 'tim@example.com' },
-      }),
-      201,
-    );
-    // tina signs in to an app: a session the console shows.
-    await service.accessToken('tina', PASSWORD, { mfa_code: tina.code() });
+    ({ operator, tina } = await createOperatorAndUser(service));
+    await createMailUser(service, 'tim', PASSWORD, { email: 'tim@example.com' });
     ({ context, page } = await freshPage());
   });
 

@@ -1,8 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
-import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
+import {
+  button,
+  enterPassword,
+  newDesktopPage,
+  notice,
+  type ServiceOnLocalhost,
+  screenshots,
+  startServiceAndChromium,
+} from '../support/browser.js';
+import { createMailUser } from '../support/mail-users.js';
+import type { Service } from '../support/service.js';
 import { type SmtpTestServer, startSmtpServer } from '../support/smtp-server.js';
 
 // Email codes as a second factor (CONTRACT §20, EMAIL_FACTOR=on) on the account page in Chromium:
@@ -15,7 +24,7 @@ const EMAIL = 'frank@mail.example';
 const PASSWORD = 'correct horse battery';
 
 let smtp: SmtpTestServer;
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -24,19 +33,9 @@ const pageErrors: string[] = [];
 
 before(async () => {
   smtp = await startSmtpServer();
-  stack = await startServiceOnLocalhost({ env: { SMTP_URL: smtp.url, EMAIL_FACTOR: 'on' } });
-  service = stack.service;
-  await expectStatus(
-    service.call('/admin/users', {
-      method: 'POST',
-      token: ADMIN_TOKEN,
-      body: { username: USERNAME, password: PASSWORD, email: EMAIL },
-    }),
-    201,
-  );
-  browser = await launchChromium();
-  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
+  ({ stack, service, browser } = await startServiceAndChromium({ env: { SMTP_URL: smtp.url, EMAIL_FACTOR: 'on' } }));
+  await createMailUser(service, USERNAME, PASSWORD, { email: EMAIL });
+  page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });
 
@@ -46,11 +45,7 @@ after(async () => {
   await smtp?.close();
 });
 
-async function signIn() {
-  await page.locator('#username').fill(USERNAME);
-  await page.locator('#password').fill(PASSWORD);
-  await page.keyboard.press('Enter');
-}
+const signIn = () => enterPassword(page, USERNAME, PASSWORD);
 
 describe('email codes on the account page', () => {
   test('"Add codes by email" names the address, mails a code, and the code turns them on with backup codes', async () => {

@@ -4,24 +4,23 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { decodeJwt } from 'jose';
-import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { startSpa } from '../../examples/spa/serve.js';
 import {
   button,
-  DESKTOP,
-  launchChromium,
+  newDesktopPage,
   nextTokenAnswer,
+  recordProblems,
   SCRATCH_DIR,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
 import { freePort } from '../support/free-port.js';
+import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 
-const PASSWORD = 'correct horse battery';
-
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let spa: Awaited<ReturnType<typeof startSpa>>;
 let browser: Browser;
@@ -31,8 +30,7 @@ let code: () => string;
 const problems: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium());
   const port = await freePort();
   const origin = `http://localhost:${port}`;
   const registered = await expectStatus(
@@ -53,21 +51,12 @@ before(async () => {
   spa = await startSpa({ issuer: stack.origin, clientId: registered.client_id, port });
   assert.equal(spa.origin, origin);
 
-  await service.createUser('spa-sigrid', PASSWORD);
-  const token = await service.accessToken('spa-sigrid', PASSWORD);
-  const start = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
-  const authenticator = OTPAuth.URI.parse(start.otpauth_uri) as OTPAuth.TOTP;
-  code = () => authenticator.generate({ timestamp: service.clock.now().getTime() });
-  await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: code() } }), 200);
+  code = (await createTotpUser(service, 'spa-sigrid')).currentCode;
   service.clock.advance(30); // the code that enrolled is never accepted again
 
-  browser = await launchChromium();
-  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page = await newDesktopPage(browser);
+  context = page.context();
+  recordProblems(page, problems);
 });
 
 after(async () => {

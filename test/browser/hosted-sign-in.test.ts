@@ -1,142 +1,70 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import * as client from 'openid-client';
+import type * as client from 'openid-client';
 import * as OTPAuth from 'otpauth';
-import type { Browser, BrowserContext, CDPSession, ConsoleMessage, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
-import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
+import type { Browser, Page } from 'playwright-core';
+import {
+  addVirtualAuthenticator,
+  button,
+  newDesktopPage,
+  notice,
+  recordProblems,
+  type ServiceOnLocalhost,
+  screenshots,
+  startServiceAndChromium,
+} from '../support/browser.js';
+import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
+import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
+import type { Service } from '../support/service.js';
 
 // The hosted sign-in (CONTRACT §18) in Debian's Chromium, as a person meets it between an app and
 // its tokens: the app (openid-client, unmodified) sends the browser to the authorization endpoint;
 // the page asks for the password, then the second factor, or takes the person through adding one;
 // the browser lands back on the app's redirect URI, where the app exchanges the code.
 
-const PASSWORD = 'correct horse battery';
-/** The app's redirect URI, on a small server of the test's own (a loopback http redirect). */
-let CALLBACK = '';
-let appServer: Server;
+/** The app that sends people here. */
+let acme: BrowserApp;
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
-let context: BrowserContext;
 let page: Page;
-let cdp: CDPSession;
 const problems: string[] = [];
 /** The codes the first factor's enrolment showed. */
 let ivanBackupCodes: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
-  browser = await launchChromium();
-  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
-  page.on('console', (message) => {
-    if (message.type() === 'error' && !isExpectedApiRefusal(message)) problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  // The app: its redirect URI answers a small page; the test reads the code from the URL.
-  appServer = createServer((_request, response) => {
-    response
-      .writeHead(200, { 'content-type': 'text/html' })
-      .end('<!doctype html><title>Acme</title><p>Back at the app.</p>');
-  });
-  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
-  CALLBACK = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}/callback`;
-  cdp = await context.newCDPSession(page);
-  await cdp.send('WebAuthn.enable');
-  await cdp.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      // A security key without discoverable credentials: its passkeys are second factors, so the
-      // username field's autofill (conditional mediation), which Chromium's virtual authenticator
-      // would answer by itself, offers none of them. Signing in with a passkey alone has its test.
-      hasResidentKey: false,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: true,
-    },
-  });
+  ({ stack, service, browser } = await startServiceAndChromium());
+  page = await newDesktopPage(browser);
+  // The API's refusals (a wrong password, say) are part of the flow.
+  recordProblems(page, problems, { origin: stack.origin, path: '/mfa/' });
+  acme = await startBrowserApp(stack);
+  // A security key: its passkeys are second factors. Signing in with a passkey alone has its test.
+  await addVirtualAuthenticator(page, false);
 });
 
 after(async () => {
   await browser?.close();
   await stack?.close();
-  appServer?.close();
+  await acme?.close();
 });
 
-function isExpectedApiRefusal(message: ConsoleMessage): boolean {
-  return (
-    /the server responded with a status of 4\d\d/.test(message.text()) &&
-    new URL(message.location().url, stack.origin).pathname.startsWith('/mfa/')
-  );
-}
-
-async function registerApp(body: Record<string, unknown> = {}) {
-  const registered = await expectStatus(
-    service.call('/admin/clients', {
-      method: 'POST',
-      token: ADMIN_TOKEN,
-      body: { name: 'Acme web', redirect_uris: [CALLBACK], ...body },
-    }),
-    201,
-  );
-  const config = await client.discovery(
-    new URL(stack.origin),
-    registered.client_id,
-    registered.client_secret,
-    undefined,
-    { execute: [client.allowInsecureRequests] },
-  );
-  return config;
-}
-
 /** The app sends the browser to sign in; answers what the app needs to finish. */
-async function startAt(config: client.Configuration, extra: Record<string, string> = {}) {
-  const verifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: CALLBACK,
-    scope: 'openid profile',
-    code_challenge: await client.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    ...extra,
-  });
-  await page.goto(url.toString());
-  return {
-    /** Waits for the browser to land back at the app and exchanges the code there. */
-    async back() {
-      await page.waitForURL((current) => current.toString().startsWith(CALLBACK));
-      return client.authorizationCodeGrant(config, new URL(page.url()), {
-        pkceCodeVerifier: verifier,
-        expectedState: state,
-      });
-    },
-  };
-}
+const startAt = (config: client.Configuration, extra: Record<string, string> = {}) =>
+  acme.sendToSignIn(page, config, extra);
 
 function focusedId(): Promise<string> {
   return page.evaluate<string>('document.activeElement?.id ?? ""');
 }
 
 describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
-  let app: OTPAuth.TOTP;
+  let hanna: Awaited<ReturnType<typeof createTotpUser>>;
 
   test('it names the app; the keyboard alone signs in with a password and an authenticator app', async () => {
-    await service.createUser('hanna', PASSWORD);
-    const token = await service.accessToken('hanna', PASSWORD);
-    const start = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
-    app = OTPAuth.URI.parse(start.otpauth_uri) as OTPAuth.TOTP;
-    const code = () => app.generate({ timestamp: service.clock.now().getTime() });
-    await expectStatus(service.call('/mfa/totp/verify/', { method: 'PUT', token, body: { mfa_code: code() } }), 200);
+    hanna = await createTotpUser(service, 'hanna');
     service.clock.advance(30);
 
-    const config = await registerApp();
+    const config = await acme.register();
     const signIn = await startAt(config);
     await page.getByText('Sign in to continue to Acme web.').waitFor();
     const headers = (await page.request.get(page.url())).headers();
@@ -156,14 +84,14 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     assert.equal(await focusedId(), 'code');
     assert.equal(await page.locator('#factor-who').textContent(), 'Signing in as hanna');
     await screenshots(page, 'hosted-second-step');
-    await page.getByLabel('Code from the app').fill(code());
+    await page.getByLabel('Code from the app').fill(hanna.currentCode());
     await page.keyboard.press('Enter');
     const tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
   });
 
   test('a second app in the same browser signs in without asking again', async () => {
-    const config = await registerApp({ name: 'Second app' });
+    const config = await acme.register({ name: 'Second app' });
     const signIn = await startAt(config);
     const tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['pwd', 'otp']);
@@ -174,8 +102,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     await page.getByLabel('Username').fill('hanna');
     await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
     await button(page, 'Continue').click();
-    service.clock.advance(30);
-    await page.getByLabel('Code from the app').fill(app.generate({ timestamp: service.clock.now().getTime() }));
+    await page.getByLabel('Code from the app').fill(hanna.code());
     await button(page, 'Verify').click();
     await page.locator('#account-title').waitFor();
     const endSession = page.waitForResponse((response) => response.url().endsWith('/mfa/oauth2/logout/'));
@@ -183,14 +110,14 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     assert.equal((await endSession).status(), 204);
     await notice(page, 'status', 'You are signed out.');
 
-    const config = await registerApp({ name: 'After sign-out' });
+    const config = await acme.register({ name: 'After sign-out' });
     await startAt(config);
     await page.getByText('Sign in to continue to After sign-out.').waitFor();
   });
 
   test('an app that requires a second factor takes a user without one through adding an authenticator app', async () => {
     await service.createUser('ivan', PASSWORD);
-    const config = await registerApp({ name: 'Payroll', mfa_policy: 'required' });
+    const config = await acme.register({ name: 'Payroll', mfa_policy: 'required' });
     const signIn = await startAt(config, { prompt: 'login' });
     await page.getByLabel('Username').fill('ivan');
     await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
@@ -219,7 +146,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
   });
 
   test('a sign-in with a backup code says how many are left before going back to the app', async () => {
-    const config = await registerApp({ name: 'Ledger' });
+    const config = await acme.register({ name: 'Ledger' });
     const signIn = await startAt(config, { prompt: 'login' });
     await page.getByLabel('Username').fill('ivan');
     await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
@@ -238,7 +165,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
 
   test('acr_values=phr takes a person through adding a passkey (Chromium’s authenticator), then signs in with it alone as the second step', async () => {
     await service.createUser('jo', PASSWORD);
-    const config = await registerApp({ name: 'Treasury' });
+    const config = await acme.register({ name: 'Treasury' });
     let signIn = await startAt(config, { prompt: 'login', acr_values: 'phr' });
     await page.getByLabel('Username').fill('jo');
     await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
@@ -264,20 +191,17 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
   });
 
   test('cancelling goes back to the app with access_denied', async () => {
-    const config = await registerApp({ name: 'Cancelled app' });
+    const config = await acme.register({ name: 'Cancelled app' });
     await startAt(config, { prompt: 'login' });
     await page.getByLabel('Username').waitFor();
     await button(page, 'Cancel').click();
-    await page.waitForURL((current) => current.toString().startsWith(CALLBACK));
+    await page.waitForURL((current) => current.toString().startsWith(acme.callback));
     assert.equal(new URL(page.url()).searchParams.get('error'), 'access_denied');
   });
 
   test('“this device” ticked at the second step: the next sign-in in this browser asks for the password alone (acr aal2) until the account page forgets it', async () => {
-    const config = await registerApp({ name: 'Intranet', remember_device_days: 30 });
-    const code = () => {
-      service.clock.advance(30);
-      return app.generate({ timestamp: service.clock.now().getTime() });
-    };
+    const config = await acme.register({ name: 'Intranet', remember_device_days: 30 });
+    const code = hanna.code;
     const signInWithPassword = async () => {
       await page.getByLabel('Username').fill('hanna');
       await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);

@@ -1,64 +1,46 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import * as client from 'openid-client';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
+import {
+  addVirtualAuthenticator,
+  button,
+  newDesktopPage,
+  notice,
+  type ServiceOnLocalhost,
+  screenshots,
+  startServiceAndChromium,
+} from '../support/browser.js';
+import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 
 // Passkeys first (CONTRACT §19) in Debian's Chromium, with its virtual authenticator holding
 // discoverable credentials and verifying the person: an account made without a password gets in
 // from its invite link, then signs in with the passkey alone, on the account page and at an app.
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 let cdp: CDPSession;
 let authenticatorId: string;
-let appServer: Server;
-let callback = '';
+let acme: BrowserApp;
 const problems: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
-  appServer = createServer((_request, response) =>
-    response.writeHead(200, { 'content-type': 'text/html' }).end('<p>App'),
-  );
-  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
-  callback = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}/callback`;
-  browser = await launchChromium();
-  context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
+  ({ stack, service, browser } = await startServiceAndChromium());
+  acme = await startBrowserApp(stack);
+  page = await newDesktopPage(browser);
+  context = page.context();
   page.on('pageerror', (error) => problems.push(error.message));
-  ({ cdp, authenticatorId } = await virtualAuthenticator(page, true));
+  ({ cdp, authenticatorId } = await addVirtualAuthenticator(page, true));
 });
 
 after(async () => {
   await browser?.close();
   await stack?.close();
-  appServer?.close();
+  await acme?.close();
 });
-
-/** A platform authenticator with discoverable credentials and user verification (CDP's WebAuthn domain). */
-async function virtualAuthenticator(on: Page, presence: boolean) {
-  const session = await on.context().newCDPSession(on);
-  await session.send('WebAuthn.enable');
-  const { authenticatorId: id } = await session.send('WebAuthn.addVirtualAuthenticator', {
-    options: {
-      protocol: 'ctap2',
-      transport: 'internal',
-      hasResidentKey: true,
-      hasUserVerification: true,
-      isUserVerified: true,
-      automaticPresenceSimulation: presence,
-    },
-  });
-  return { cdp: session, authenticatorId: id };
-}
 
 /**
  * Another tab whose own authenticator holds a copy of the page's passkey. Give it back with
@@ -71,7 +53,7 @@ async function tabWithThePasskey(prepare?: (tab: Page) => Promise<unknown>) {
   assert.ok(credential, 'the virtual authenticator holds the passkey');
   const tab = await context.newPage();
   await prepare?.(tab);
-  const copy = await virtualAuthenticator(tab, true);
+  const copy = await addVirtualAuthenticator(tab, true);
   await copy.cdp.send('WebAuthn.addCredential', { authenticatorId: copy.authenticatorId, credential });
   const done = async () => {
     const moved = await copy.cdp.send('WebAuthn.getCredentials', { authenticatorId: copy.authenticatorId });
@@ -136,45 +118,14 @@ describe('passkeys first in Chromium (CONTRACT §19)', () => {
   });
 
   test('an app signs the person in with the passkey alone at the hosted sign-in: amr hwk user, acr phr', async () => {
-    const registered = await expectStatus(
-      service.call('/admin/clients', {
-        method: 'POST',
-        token: ADMIN_TOKEN,
-        body: { name: 'Treasury', redirect_uris: [callback] },
-      }),
-      201,
-    );
-    const config = await client.discovery(
-      new URL(stack.origin),
-      registered.client_id,
-      registered.client_secret,
-      undefined,
-      {
-        execute: [client.allowInsecureRequests],
-      },
-    );
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: callback,
-      scope: 'openid',
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-      acr_values: 'phr',
-      prompt: 'login',
-    });
-    await page.goto(url.toString());
+    const config = await acme.register({ name: 'Treasury' });
+    const signIn = await acme.sendToSignIn(page, config, { scope: 'openid', acr_values: 'phr', prompt: 'login' });
     // The authenticator answers the username field's autofill or the button, whichever asks first.
     await page
       .getByRole('button', { name: 'Sign in with a passkey' })
       .click({ timeout: 2000 })
       .catch(() => undefined);
-    await page.waitForURL((current) => current.toString().startsWith(callback));
-    const tokens = await client.authorizationCodeGrant(config, new URL(page.url()), {
-      pkceCodeVerifier: verifier,
-      expectedState: state,
-    });
+    const tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['hwk', 'user']);
     assert.equal(tokens.claims()?.acr, 'phr');
   });

@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { button, DESKTOP, launchChromium, notice, screenshots, startServiceOnLocalhost } from '../support/browser.js';
+import {
+  button,
+  enterPassword,
+  newDesktopPage,
+  notice,
+  type ServiceOnLocalhost,
+  screenshots,
+  startServiceAndChromium,
+} from '../support/browser.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 
@@ -9,7 +17,7 @@ import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';
 // cancelled by it, and the page says so; one made while the page is open shows when the person
 // comes back to the tab, with a button that cancels it.
 
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
 let page: Page;
@@ -17,12 +25,9 @@ let user: Awaited<ReturnType<typeof createTotpUser>>;
 const pageErrors: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
+  ({ stack, service, browser } = await startServiceAndChromium());
   user = await createTotpUser(service, 'dana');
-  browser = await launchChromium();
-  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
-  page = await context.newPage();
+  page = await newDesktopPage(browser);
   page.on('pageerror', (error) => pageErrors.push(error.message));
 });
 
@@ -42,9 +47,7 @@ describe('a recovery request on the account page', () => {
   test('one asked for before the sign-in: signing in with the app cancelled it, and the page says so', async () => {
     await askForRecovery();
     await page.goto(`${stack.origin}/account/`);
-    await page.locator('#username').fill(user.username);
-    await page.locator('#password').fill(PASSWORD);
-    await page.keyboard.press('Enter');
+    await enterPassword(page, user.username, PASSWORD);
     await page.getByRole('heading', { name: 'Second step: your authenticator app' }).waitFor();
     await page.locator('#code').fill(user.code());
     await page.keyboard.press('Enter');

@@ -1,20 +1,20 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import * as client from 'openid-client';
+import type * as client from 'openid-client';
 import * as OTPAuth from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   button,
-  DESKTOP,
-  launchChromium,
+  newDesktopPage,
   notice,
   SCRATCH_DIR,
+  type ServiceOnLocalhost,
   screenshots,
-  startServiceOnLocalhost,
+  startServiceAndChromium,
 } from '../support/browser.js';
-import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/service.js';
+import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
+import { PASSWORD } from '../support/openid-flow.js';
+import { expectStatus, nextPhone, type Service } from '../support/service.js';
 
 // CONTRACT §22 in Chromium: the hosted sign-in (CONTRACT §18) and the password-reset page in the
 // person's language: the one the service chose for the sign-in (the authorization request's
@@ -22,57 +22,33 @@ import { ADMIN_TOKEN, expectStatus, nextPhone, type Service } from '../support/s
 // forms are all translated; English stays as it was. Issue 31: an SMS cooldown at the second step
 // is information, the "Send a new code" button counting the seconds down.
 
-const PASSWORD = 'correct horse battery';
-/** The app's redirect URI, on a small server of the test's own (a loopback http redirect). */
-let CALLBACK = '';
-let appServer: Server;
-let stack: Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+let stack: ServiceOnLocalhost;
 let service: Service;
 let browser: Browser;
+let acme: BrowserApp;
 let config: client.Configuration;
 /** An app that requires a second factor (mfa_policy required), with a long name. */
 let payrollConfig: client.Configuration;
 const pageErrors: string[] = [];
 
 before(async () => {
-  stack = await startServiceOnLocalhost();
-  service = stack.service;
-  browser = await launchChromium();
-  appServer = createServer((_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Acme</title><p>Back.</p>');
-  });
-  await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
-  CALLBACK = `http://127.0.0.1:${(appServer.address() as AddressInfo).port}/callback`;
-  config = await registerApp({ name: 'Acme web' });
-  payrollConfig = await registerApp({ name: 'Lohnbuchhaltung', mfa_policy: 'required' });
+  ({ stack, service, browser } = await startServiceAndChromium());
+  acme = await startBrowserApp(stack);
+  config = await acme.register({ name: 'Acme web' });
+  payrollConfig = await acme.register({ name: 'Lohnbuchhaltung', mfa_policy: 'required' });
 });
-
-async function registerApp(body: Record<string, unknown>): Promise<client.Configuration> {
-  const registered = await expectStatus(
-    service.call('/admin/clients', {
-      method: 'POST',
-      token: ADMIN_TOKEN,
-      body: { redirect_uris: [CALLBACK], ...body },
-    }),
-    201,
-  );
-  return client.discovery(new URL(stack.origin), registered.client_id, registered.client_secret, undefined, {
-    execute: [client.allowInsecureRequests],
-  });
-}
 
 after(async () => {
   await browser?.close();
   await stack?.close();
-  appServer?.close();
+  await acme?.close();
 });
 
 /** A browser whose languages are `locale`'s (Accept-Language and navigator.languages). */
 async function pageIn(locale: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await browser.newContext({ viewport: DESKTOP, locale, timezoneId: 'UTC' });
-  const page = await context.newPage();
+  const page = await newDesktopPage(browser, { locale });
   page.on('pageerror', (error) => pageErrors.push(`${locale}: ${error.message}`));
-  return { context, page };
+  return { context: page.context(), page };
 }
 
 /** A user with SMS codes and a set of backup codes; answers the phone's digits and the codes. */
@@ -85,32 +61,27 @@ async function userWithSmsAndBackupCodes(username: string) {
 
 /** The app sends `page` to sign in (openid-client builds the request); answers what lands back at the app. */
 async function startAt(page: Page, extra: Record<string, string> = {}, app = config) {
-  const verifier = client.randomPKCECodeVerifier();
-  const state = client.randomState();
-  const url = client.buildAuthorizationUrl(app, {
-    redirect_uri: CALLBACK,
-    scope: 'openid',
-    code_challenge: await client.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    prompt: 'login',
-    ...extra,
-  });
   const description = page.waitForResponse(
     (response) => response.request().method() === 'GET' && /\/mfa\/oauth2\/sign-in\/[^/]+\/$/.test(response.url()),
   );
-  await page.goto(url.toString());
+  const signIn = await acme.sendToSignIn(page, app, { scope: 'openid', prompt: 'login', ...extra });
   return {
     /** The sign-in's description, as the page read it. */
     description: description.then((response) => response.json() as Promise<Record<string, unknown>>),
-    async back() {
-      await page.waitForURL((current) => current.toString().startsWith(CALLBACK));
-      return client.authorizationCodeGrant(app, new URL(page.url()), {
-        pkceCodeVerifier: verifier,
-        expectedState: state,
-      });
-    },
+    back: signIn.back,
   };
+}
+
+/** The sign-in form's words in a language. */
+const GERMAN = { username: 'Benutzername', password: 'Passwort', go: 'Weiter' };
+const FRENCH = { username: 'Nom d’utilisateur', password: 'Mot de passe', go: 'Continuer' };
+const ENGLISH = { username: 'Username', password: 'Password', go: 'Continue' };
+
+/** Types `password` (and `username`, when given: after a wrong password the form keeps the name) and sends the form. */
+async function submitPassword(page: Page, words: typeof ENGLISH, password: string, username?: string) {
+  if (username !== undefined) await page.getByLabel(words.username).fill(username);
+  await page.getByRole('textbox', { name: words.password, exact: true }).fill(password);
+  await button(page, words.go).click();
 }
 
 /** The service's next answer to "Send a new code" is a 429 sms_cooldown with Retry-After `seconds`. */
@@ -148,13 +119,10 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await button(page, 'Mit einem Passkey anmelden').waitFor();
     await screenshots(page, 'hosted-sign-in-de');
 
-    await page.getByLabel('Benutzername').fill('greta');
-    await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill('wrong password');
-    await button(page, 'Weiter').click();
+    await submitPassword(page, GERMAN, 'wrong password', 'greta');
     await notice(page, 'alert', 'Benutzername oder Passwort ist falsch.');
 
-    await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill(PASSWORD);
-    await button(page, 'Weiter').click();
+    await submitPassword(page, GERMAN, PASSWORD);
     await page.getByRole('heading', { name: 'Zweiter Schritt: ein Code per SMS' }).waitFor();
     assert.equal(await page.locator('#factor-who').textContent(), 'Anmeldung als greta');
     await page.getByLabel('Code aus der SMS').waitFor();
@@ -188,9 +156,7 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await service.createUser('heinz', PASSWORD);
     const { context, page } = await pageIn('de-DE');
     const signIn = await startAt(page, { ui_locales: 'de' }, payrollConfig);
-    await page.getByLabel('Benutzername').fill('heinz');
-    await page.getByRole('textbox', { name: 'Passwort', exact: true }).fill(PASSWORD);
-    await button(page, 'Weiter').click();
+    await submitPassword(page, GERMAN, PASSWORD, 'heinz');
     await page.getByRole('heading', { name: 'Bestätigungsmethode hinzufügen' }).waitFor();
     await page.getByText('Lohnbuchhaltung verlangt die Anmeldung in zwei Schritten.').waitFor();
     assert.equal(await page.title(), 'Bestätigungsmethode hinzufügen · MFA');
@@ -230,12 +196,9 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await page.getByText('Connectez-vous pour continuer vers Acme web.').waitFor();
     assert.equal(await lang(page), 'fr');
     assert.equal(await page.title(), 'Connexion à Acme web · MFA');
-    await page.getByLabel('Nom d’utilisateur').fill('fleur');
-    await page.getByRole('textbox', { name: 'Mot de passe', exact: true }).fill('wrong password');
-    await button(page, 'Continuer').click();
+    await submitPassword(page, FRENCH, 'wrong password', 'fleur');
     await notice(page, 'alert', 'Le nom d’utilisateur ou le mot de passe est incorrect.');
-    await page.getByRole('textbox', { name: 'Mot de passe', exact: true }).fill(PASSWORD);
-    await button(page, 'Continuer').click();
+    await submitPassword(page, FRENCH, PASSWORD);
     await page.getByRole('heading', { name: 'Deuxième étape\u00a0: un code par SMS' }).waitFor();
     // Not committed (a scratch folder): at 375 px nothing may be wider than the screen.
     await screenshots(page, 'hosted-second-step-fr', SCRATCH_DIR);
@@ -278,9 +241,7 @@ describe('the hosted sign-in and the reset page in the person’s language (CONT
     await page.getByText('Sign in to continue to Acme web.').waitFor();
     assert.equal(await lang(page), 'en');
     assert.equal(await page.title(), 'Sign in to Acme web · MFA');
-    await page.getByLabel('Username').fill('edgar');
-    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
-    await button(page, 'Continue').click();
+    await submitPassword(page, ENGLISH, PASSWORD, 'edgar');
     await page.getByRole('heading', { name: 'Second step: a code by SMS' }).waitFor();
     assert.equal(await page.locator('#factor-who').textContent(), 'Signing in as edgar');
 

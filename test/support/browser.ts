@@ -4,7 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContextOptions, type CDPSession, chromium, type Page } from 'playwright-core';
 import { startServiceAtIssuer } from './issuer.js';
 import type { Service, ServiceOptions } from './service.js';
 
@@ -56,15 +56,79 @@ export async function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: LAUNCH_ARGS });
 }
 
+/** A page in a browser context of its own: desktop size, British English, UTC, unless `options` say otherwise. */
+export async function newDesktopPage(browser: Browser, options: BrowserContextOptions = {}): Promise<Page> {
+  const context = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC', ...options });
+  return context.newPage();
+}
+
+/**
+ * Chromium's virtual authenticator for `page` (CDP's WebAuthn domain), which verifies the person
+ * and answers by itself. Without `discoverable` credentials it is a security key whose passkeys are
+ * second factors: the username field's autofill (conditional mediation), which it would answer by
+ * itself, offers none of them.
+ */
+export async function addVirtualAuthenticator(
+  page: Page,
+  discoverable: boolean,
+): Promise<{ cdp: CDPSession; authenticatorId: string }> {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('WebAuthn.enable');
+  const { authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+    options: {
+      protocol: 'ctap2',
+      transport: 'internal',
+      hasResidentKey: discoverable,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  return { cdp, authenticatorId };
+}
+
+/**
+ * Keeps `page`'s script errors and console errors in `problems`. Chromium logs every 4xx a fetch
+ * gets as a console error: those of the API under `refused.path` (a wrong code, a step-up) are
+ * part of the flow and left out.
+ */
+export function recordProblems(page: Page, problems: string[], refused?: { origin: string; path: string }): void {
+  page.on('console', (message) => {
+    if (message.type() !== 'error') return;
+    const isRefusal =
+      refused !== undefined &&
+      /the server responded with a status of 4\d\d/.test(message.text()) &&
+      new URL(message.location().url, refused.origin).pathname.startsWith(refused.path);
+    if (!isRefusal) problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+}
+
 /**
  * The service with ISSUER http://localhost:<port>, a secure context for WebAuthn whose RP ID is
  * `localhost`.
  */
-export async function startServiceOnLocalhost(
-  options: ServiceOptions = {},
-): Promise<{ service: Service; origin: string; close(): Promise<void> }> {
+export async function startServiceOnLocalhost(options: ServiceOptions = {}): ReturnType<typeof startServiceAtIssuer> {
   ensureBuilt();
   return startServiceAtIssuer(options, 'localhost');
+}
+
+export type ServiceOnLocalhost = Awaited<ReturnType<typeof startServiceOnLocalhost>>;
+
+/**
+ * What a browser test file starts first: the service on localhost (`startServiceOnLocalhost`) and
+ * Chromium. Close them in that file's `after`, the browser first.
+ */
+export async function startServiceAndChromium(
+  options: ServiceOptions = {},
+): Promise<{ stack: ServiceOnLocalhost; service: Service; browser: Browser }> {
+  const stack = await startServiceOnLocalhost(options);
+  try {
+    return { stack, service: stack.service, browser: await launchChromium() };
+  } catch (error) {
+    await stack.close();
+    throw error;
+  }
 }
 
 /**
@@ -107,6 +171,13 @@ export async function screenshots(page: Page, name: string, dir = screenshotDir(
   assert.ok(overflow <= 0, `${name}: the page is ${overflow} px wider than a 375 px screen`);
   await page.screenshot({ path: join(dir, `${name}-phone.png`), fullPage: true });
   await page.setViewportSize(DESKTOP);
+}
+
+/** The account page's sign-in form: `username` and `password`, sent with Enter. */
+export async function enterPassword(page: Page, username: string, password: string): Promise<void> {
+  await page.locator('#username').fill(username);
+  await page.locator('#password').fill(password);
+  await page.keyboard.press('Enter');
 }
 
 /** The token endpoint's next answer, parsed. */

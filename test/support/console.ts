@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { Page } from 'playwright-core';
 import { runAdmin } from './admin-cli.js';
 import { button } from './browser.js';
-import { PASSWORD } from './openid-flow.js';
+import { createTotpUser, PASSWORD } from './openid-flow.js';
 import type { Service } from './service.js';
 
 // What the console's tests share (CONTRACT §21): operators granted by the command line, SMS history
@@ -15,6 +15,18 @@ const HOUR_MS = 3_600_000;
 export async function grantOperator(service: Service, username: string): Promise<void> {
   const run = await runAdmin(service.config.databaseUrl, ['grant-operator', username]);
   assert.equal(run.code, 0, run.stderr);
+}
+
+/**
+ * Who the console's tests meet: olga, an operator, and tina, a user who has signed in to an app (a
+ * session the console shows); both with an authenticator app.
+ */
+export async function createOperatorAndUser(service: Service) {
+  const operator = await createTotpUser(service, 'olga');
+  await grantOperator(service, 'olga');
+  const tina = await createTotpUser(service, 'tina');
+  await service.accessToken('tina', PASSWORD, { mfa_code: tina.code() });
+  return { operator, tina };
 }
 
 /** The start of the clock hour `hoursAgo` hours before the service's current one. */
@@ -46,9 +58,12 @@ export async function pauseCountry(service: Service, country: string): Promise<v
  * authenticator app) when one is given.
  */
 export async function signInAtHostedPage(page: Page, username: string, code?: () => string): Promise<void> {
-  await page.getByLabel('Username').waitFor();
+  // Exactly 'Username': the console's own search field ('Username or email') would match too, and
+  // be typed into while a slow redirect to the hosted sign-in has not yet left the console.
+  const usernameField = page.getByLabel('Username', { exact: true });
+  await usernameField.waitFor();
   // The hosted sign-in of a sign-in that must be fresh (prompt=login) already names the person.
-  if (await page.getByLabel('Username').isEditable()) await page.getByLabel('Username').fill(username);
+  if (await usernameField.isEditable()) await usernameField.fill(username);
   await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
   await button(page, 'Continue').click();
   if (!code) return;
