@@ -32,8 +32,6 @@ let browser: Browser;
 let page: Page;
 const phone = nextPhone();
 const pageErrors: string[] = [];
-/** Whether this service stores a language per account (GET /mfa/language/ answers): merged separately. */
-let storesLanguages = false;
 
 before(async () => {
   // The factor is made three days ago, so that the page says when in words ("vor 3 Tagen").
@@ -42,7 +40,6 @@ before(async () => {
   const { token } = await service.createUserWithMfa(USERNAME, PASSWORD, phone);
   const created = await service.call('/mfa/recovery/', { method: 'POST', token });
   assert.equal(created.status, 200);
-  storesLanguages = (await service.call('/mfa/language/', { token })).status !== 404;
   clock.moveTo(Date.now());
   page = await newDesktopPage(browser, { locale: 'de-DE' });
   page.on('pageerror', (error) => pageErrors.push(error.message));
@@ -177,11 +174,7 @@ describe('the account page in its users’ languages (CONTRACT §22)', () => {
     assert.equal(await menuButton.isHidden(), true, 'wide enough: the buttons, no menu');
   });
 
-  test('a stored language wins after sign-in, and “As my browser” goes back', async (t) => {
-    if (!storesLanguages) {
-      t.skip('GET /mfa/language/ answers 404: this service does not store languages yet');
-      return;
-    }
+  test('a stored language wins after sign-in, and “As my browser” goes back', async () => {
     const choice = page.getByLabel('Ihre Sprache');
     await choice.selectOption('pt');
     await page.locator('#language-form button[type="submit"]').click();

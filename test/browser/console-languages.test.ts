@@ -237,13 +237,21 @@ describe('the operators’ console in the browser’s language (CONTRACT §22)',
     assert.equal(await french.evaluate('document.documentElement.lang'), 'fr');
   });
 
-  test('the console asks the hosted sign-in for its own language (ui_locales)', async () => {
+  test('the console asks the hosted sign-in for its own language (ui_locales) when the browser names a shipped one', async () => {
     const page = await pageIn('pt-BR');
     const authorization = page.waitForRequest((request) => new URL(request.url()).searchParams.has('code_challenge'));
     await page.goto(consoleUrl());
     assert.equal(new URL((await authorization).url()).searchParams.get('ui_locales'), 'pt');
     await page.context().close();
     contexts.splice(contexts.indexOf(page.context()), 1);
+    // A browser that names no shipped language asks for none: the operator's stored one then
+    // comes before English.
+    const japanese = await pageIn('ja-JP');
+    const unnamed = japanese.waitForRequest((request) => new URL(request.url()).searchParams.has('code_challenge'));
+    await japanese.goto(consoleUrl());
+    assert.equal(new URL((await unnamed).url()).searchParams.has('ui_locales'), false);
+    await japanese.context().close();
+    contexts.splice(contexts.indexOf(japanese.context()), 1);
   });
 
   test('English is unchanged, and a browser in a language not shipped (Japanese) gets English', async () => {
