@@ -6,7 +6,8 @@ import { keyedHash, randomDigits, safeEqual } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
 import { translate } from '../i18n/messages.js';
 import type { LoginProof, StepUp } from '../logins/step-up.js';
-import { MailTimeout, maskEmail } from '../mail/mail-sender.js';
+import { maskEmail } from '../mail/mail-sender.js';
+import { isUnanswered } from '../mfa/one-time-codes.js';
 import type { MessageOutbox } from '../outbox/message-outbox.js';
 import type { MessageWorker } from '../outbox/message-worker.js';
 import type { Store } from '../store/store.js';
@@ -128,7 +129,7 @@ export function createEmails({
     }
     // As an SMS code (CONTRACT §5): sent once, the person told at once how it went.
     const { outcome, error } = await sendNow(held);
-    if (outcome !== 'sent' && !(error instanceof MailTimeout)) {
+    if (outcome !== 'sent' && !isUnanswered(error)) {
       // Refused (400) or failed (502): nothing went out, so the slot and the counts are given back.
       await store.transaction(async (tx) => {
         await tx.emails.deleteEmailCode(id);
