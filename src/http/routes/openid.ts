@@ -240,14 +240,19 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     },
   );
 
+  /** The sign-in's login that adds a factor of `type`, and the context its SMS and notices speak in. */
+  function enrolling(request: FastifyRequest, id: string, type: FactorType) {
+    const { browser, csrfToken } = sameOrigin(request);
+    return signIn.enrolmentLogin(id, browser, csrfToken, type, contextOf(request));
+  }
+
   // Adding a factor during the sign-in (mfa_policy required, or a passkey for acr_values=phr):
   // the factors' own enrolment, under the sign-in's login.
   app.put(
     `${SIGN_IN_API}/totp/request/`,
     { schema: { params: SignInIdParams, body: TotpRequestBody, response: { 200: TotpEnrolment, ...errors } } },
     async (request) => {
-      const { browser, csrfToken } = sameOrigin(request);
-      const { login } = await signIn.enrolmentLogin(request.params.id, browser, csrfToken, 'totp', contextOf(request));
+      const { login } = await enrolling(request, request.params.id, 'totp');
       const start = await factors.totp.requestEnrolment(login, request.body.name);
       return { factor_id: start.factorId, secret: start.secret, otpauth_uri: start.otpauthUri };
     },
@@ -256,14 +261,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     `${SIGN_IN_API}/totp/verify/`,
     { schema: { params: SignInIdParams, body: SmsVerifyBody, response: { 200: SignInAnswerBody, ...errors } } },
     async (request, reply) => {
-      const { browser, csrfToken } = sameOrigin(request);
-      const { login, context } = await signIn.enrolmentLogin(
-        request.params.id,
-        browser,
-        csrfToken,
-        'totp',
-        contextOf(request),
-      );
+      const { login, context } = await enrolling(request, request.params.id, 'totp');
       await factors.totp.confirmEnrolment(login, request.body.mfa_code, context);
       return afterEnrolment(request, reply, request.params.id, login, 'totp', context);
     },
@@ -278,14 +276,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       },
     },
     async (request) => {
-      const { browser, csrfToken } = sameOrigin(request);
-      const { login } = await signIn.enrolmentLogin(
-        request.params.id,
-        browser,
-        csrfToken,
-        'webauthn',
-        contextOf(request),
-      );
+      const { login } = await enrolling(request, request.params.id, 'webauthn');
       return { options: await factors.webauthn.requestEnrolment(login, request.body.name) };
     },
   );
@@ -293,14 +284,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     `${SIGN_IN_API}/webauthn/verify/`,
     { schema: { params: SignInIdParams, body: WebauthnVerifyBody, response: { 200: SignInAnswerBody, ...errors } } },
     async (request, reply) => {
-      const { browser, csrfToken } = sameOrigin(request);
-      const { login, context } = await signIn.enrolmentLogin(
-        request.params.id,
-        browser,
-        csrfToken,
-        'webauthn',
-        contextOf(request),
-      );
+      const { login, context } = await enrolling(request, request.params.id, 'webauthn');
       await factors.webauthn.confirmEnrolment(login, request.body.credential, request.body.name, context);
       return afterEnrolment(request, reply, request.params.id, login, 'webauthn', context);
     },
@@ -309,14 +293,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     `${SIGN_IN_API}/sms/request/`,
     { schema: { params: SignInIdParams, body: SmsRequestBody, response: { 200: MfaStatus, ...errors } } },
     async (request) => {
-      const { browser, csrfToken } = sameOrigin(request);
-      const { login, context } = await signIn.enrolmentLogin(
-        request.params.id,
-        browser,
-        csrfToken,
-        'sms',
-        contextOf(request),
-      );
+      const { login, context } = await enrolling(request, request.params.id, 'sms');
       return toMfaStatusBody(await factors.sms.requestEnrolment(login, request.body.phone_number, context));
     },
   );
@@ -324,14 +301,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     `${SIGN_IN_API}/sms/verify/`,
     { schema: { params: SignInIdParams, body: SmsVerifyBody, response: { 200: SignInAnswerBody, ...errors } } },
     async (request, reply) => {
-      const { browser, csrfToken } = sameOrigin(request);
-      const { login, context } = await signIn.enrolmentLogin(
-        request.params.id,
-        browser,
-        csrfToken,
-        'sms',
-        contextOf(request),
-      );
+      const { login, context } = await enrolling(request, request.params.id, 'sms');
       await factors.sms.confirmEnrolment(login, request.body.mfa_code, context);
       return afterEnrolment(request, reply, request.params.id, login, 'sms', context);
     },
