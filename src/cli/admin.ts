@@ -438,9 +438,10 @@ async function readPassword(): Promise<string> {
     for await (const chunk of stdin) text += chunk;
     return text.split(/\r?\n/, 1)[0] ?? '';
   }
-  process.stderr.write('password (not shown): ');
   // Raw mode: no echo, and each key arrives as typed, so Enter, Backspace and Ctrl-C are ours to handle.
+  // Set before the prompt shows: a password typed or pasted as soon as it appears is not echoed.
   stdin.setRawMode(true);
+  process.stderr.write('password (not shown): ');
   stdin.setEncoding('utf8');
   let password = '';
   try {
