@@ -1,6 +1,6 @@
 import i18next from 'i18next';
 import Negotiator from 'negotiator';
-import { LANGUAGES, type Language } from './languages.js';
+import { findLanguage, LANGUAGES, type Language } from './languages.js';
 import de from './locales/de.json' with { type: 'json' };
 import en from './locales/en.json' with { type: 'json' };
 import es from './locales/es.json' with { type: 'json' };
@@ -12,6 +12,11 @@ import pt from './locales/pt.json' with { type: 'json' };
 // plurals (the CLDR rules of each language, through Intl.PluralRules).
 
 export { isLanguage, LANGUAGES, type Language, pickLanguage } from './languages.js';
+
+/** The shipped language a sign-in's ui_locales asks for first, if any: it comes before every other preference. */
+export function requestedLanguage(uiLocales: string | undefined): Language | undefined {
+  return findLanguage(uiLocales?.split(' ').filter(Boolean) ?? []);
+}
 
 /** Each shipped language's catalogue (src/i18n/languages.ts lists them). */
 export const CATALOGUES: Record<Language, typeof en> = { en, de, fr, es, pt };

@@ -3,7 +3,7 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash, randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
-import { pickLanguage, preferredLanguages } from '../i18n/messages.js';
+import { pickLanguage, preferredLanguages, requestedLanguage } from '../i18n/messages.js';
 import type { NewDevice, RememberedDevices } from '../logins/remembered-devices.js';
 import type { SignInSession, SignInSessions } from '../logins/sign-in-sessions.js';
 import { type Acr, acrOf, type LoginProof, meetsAcr } from '../logins/step-up.js';
@@ -202,16 +202,19 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const signIn = await load(id, browser);
     const step =
       signIn.proof && signIn.user ? nextStep(signIn.proof, signIn.user, signIn.request, signIn.client) : undefined;
-    const knownUserId = signIn.user?.id ?? (await signInSessions.findLive(browser.sessionSecret))?.userId;
-    const stored = knownUserId === undefined ? undefined : await store.users.findUserLanguage(knownUserId);
-    const preferences = preferredLanguages({ ...context, uiLocales: signIn.request.uiLocales }, stored);
+    // ui_locales comes first: who the browser is, and their stored language, are read only when it names none shipped.
+    const storedLanguage = async () => {
+      const knownUserId = signIn.user?.id ?? (await signInSessions.findLive(browser.sessionSecret))?.userId;
+      const stored = knownUserId === undefined ? undefined : await store.users.findUserLanguage(knownUserId);
+      return pickLanguage(preferredLanguages(context, stored));
+    };
     return {
       serviceName: deps.serviceName,
       clientName: signIn.client.name,
       csrfToken: csrfTokenOf(id, browser.browserSecret ?? ''),
       loginHint: signIn.request.loginHint,
       uiLocales: signIn.request.uiLocales,
-      language: pickLanguage(preferences),
+      language: requestedLanguage(signIn.request.uiLocales) ?? (await storedLanguage()),
       // A step that needs a challenge (an SMS, passkey options) is asked for by the page itself.
       answer: await answerFor(signIn, step, undefined),
     };

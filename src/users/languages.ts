@@ -1,6 +1,13 @@
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { ServiceError } from '../errors.js';
-import { isLanguage, LANGUAGES, type Language, pickLanguage, preferredLanguages } from '../i18n/messages.js';
+import {
+  isLanguage,
+  LANGUAGES,
+  type Language,
+  pickLanguage,
+  preferredLanguages,
+  requestedLanguage,
+} from '../i18n/messages.js';
 import type { Store } from '../store/store.js';
 
 /** What GET and PUT /mfa/language/ answer: the stored language (null: the browser's) and the shipped ones. */
@@ -19,7 +26,9 @@ export async function languageFor(
   userId: string,
   context: Pick<RequestContext, 'uiLocales' | 'acceptLanguage'>,
 ): Promise<Language> {
-  return pickLanguage(preferredLanguages(context, await store.users.findUserLanguage(userId)));
+  // ui_locales comes first: the stored language is read only when it names none shipped.
+  const requested = requestedLanguage(context.uiLocales);
+  return requested ?? pickLanguage(preferredLanguages(context, await store.users.findUserLanguage(userId)));
 }
 
 /**
