@@ -33,6 +33,7 @@ function auditRetention(retentionDays: number): RetentionJob {
       security_events: (store, now, limit) => store.securityEvents.deleteSecurityEventsBefore(cutoffOf(now), limit),
       webhook_deliveries: (store, now, limit) => store.webhooks.deleteFinishedDeliveriesBefore(cutoffOf(now), limit),
       outbox_messages: (store, now, limit) => store.outbox.deleteFinishedMessagesBefore(cutoffOf(now), limit),
+      sign_in_hours: (store, now, limit) => store.operatorViews.deleteSignInHoursBefore(cutoffOf(now), limit),
     },
   };
 }

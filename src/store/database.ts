@@ -482,6 +482,16 @@ export interface ScheduledJobTable {
   due_at: IsoTime;
 }
 
+/** Login events counted per clock hour that has settled (store/operator-views.ts); the hour is its start, ISO 8601. */
+export interface SignInHourTable {
+  hour: IsoTime;
+  /** Every login event of the hour, whatever its outcome: an hour is shown when it had one. */
+  logins: number;
+  succeeded: number;
+  refused: number;
+  throttled: number;
+}
+
 export interface Database {
   user: UserTable;
   user_count: UserCountTable;
@@ -514,6 +524,7 @@ export interface Database {
   outbox_message: OutboxMessageTable;
   recovery_request: RecoveryRequestTable;
   scheduled_job: ScheduledJobTable;
+  sign_in_hour: SignInHourTable;
 }
 
 /** What repository functions run on: the database itself or a transaction. */

@@ -11,6 +11,7 @@ const EXPIRING = {
   invite: { key: 'token_hash', time: 'expires_at' },
   passkey_sign_in_challenge: { key: 'challenge_hash', time: 'expires_at' },
   login_throttle: { key: 'scope', time: 'last_failure_at' },
+  sign_in_hour: { key: 'hour', time: 'hour' },
 } as const;
 
 /**

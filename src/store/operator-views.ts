@@ -1,5 +1,6 @@
 import { type Selectable, sql } from 'kysely';
-import type { Executor, UserTable } from './database.js';
+import type { Executor, SignInHourTable, UserTable } from './database.js';
+import { deleteRowsBefore } from './expired-rows.js';
 
 // What the operators' console reads (CONTRACT §21), aggregated in SQL: a page of users at a time,
 // and counts per hour, never rows loaded to be counted here.
@@ -130,31 +131,104 @@ export async function smsSendsPerCountryHour(
   }));
 }
 
-/** Password and code-flow sign-ins per clock hour since `since`: succeeded, refused, throttled. */
+type HourCounts = Omit<SignInHourTable, 'hour'> & { hour: string };
+
+const HOUR_MS = 3_600_000;
+/**
+ * A login's event is written by the request that judged it, seconds after the clock read its time:
+ * an hour that ended this long ago gets no more events, and its counts can be kept.
+ */
+const SETTLE_MS = 10 * 60_000;
+
+/**
+ * Password and code-flow sign-ins per clock hour since `since` (an hour's start): succeeded,
+ * refused, throttled. The hours that have settled are read from sign_in_hour, and those not kept
+ * yet are counted once and kept (a race between two requests keeps the same counts once, by the
+ * key); only the hours since then are counted from the audit trail on each request. So a request
+ * reads about an hour of login events, not the week's (issue 33: 700 000 rows at ten million).
+ */
 export async function signInsPerHour(
   db: Executor,
   since: Date,
+  now: Date,
 ): Promise<{ hour: string; succeeded: number; refused: number; throttled: number }[]> {
+  const settledUntil = new Date(startOfHourMs(now.getTime() - SETTLE_MS));
+  const hours: string[] = [];
+  for (let at = startOfHourMs(since.getTime()); at < settledUntil.getTime(); at += HOUR_MS) {
+    hours.push(new Date(at).toISOString());
+  }
+  const kept = hours.length
+    ? await db
+        .selectFrom('sign_in_hour')
+        .selectAll()
+        .where('hour', '>=', hours[0] ?? '')
+        .where('hour', '<', settledUntil.toISOString())
+        .execute()
+    : [];
+  const keptHours = new Set(kept.map((row) => row.hour));
+  const firstMissing = hours.find((hour) => !keptHours.has(hour));
+  const counted: HourCounts[] = [];
+  if (firstMissing !== undefined) {
+    const byHour = new Map(
+      (await countLoginsPerHour(db, firstMissing, settledUntil.toISOString())).map((row) => [row.hour, row]),
+    );
+    // Every hour of the range is kept, those without a login too, so that none is counted again.
+    for (const hour of hours.filter((each) => each >= firstMissing && !keptHours.has(each))) {
+      counted.push(byHour.get(hour) ?? { hour, logins: 0, succeeded: 0, refused: 0, throttled: 0 });
+    }
+    await db
+      .insertInto('sign_in_hour')
+      .values(counted)
+      .onConflict((conflict) => conflict.column('hour').doNothing())
+      .execute();
+  }
+  const recent = await countLoginsPerHour(
+    db,
+    new Date(Math.max(since.getTime(), settledUntil.getTime())).toISOString(),
+  );
+  return [...kept, ...counted, ...recent]
+    .filter((row) => Number(row.logins) > 0)
+    .sort((a, b) => (a.hour < b.hour ? -1 : 1))
+    .map((row) => ({
+      hour: row.hour,
+      succeeded: Number(row.succeeded),
+      refused: Number(row.refused),
+      throttled: Number(row.throttled),
+    }));
+}
+
+function startOfHourMs(ms: number): number {
+  return ms - (ms % HOUR_MS);
+}
+
+/** Login events per clock hour from `from` (an ISO time), before `until` when given, read by the index on time. */
+async function countLoginsPerHour(db: Executor, from: string, until?: string): Promise<HourCounts[]> {
   // occurred_at is ISO 8601 text on both databases: its first 13 characters name the hour.
   const hour = sql<string>`substr(occurred_at, 1, 13)`;
   const count = (outcome: string) => sql<number>`sum(case when outcome = ${outcome} then 1 else 0 end)`;
-  const rows = await db
+  let select = db
     .selectFrom('security_event')
     .select([
       hour.as('hour'),
+      sql<number>`count(*)`.as('logins'),
       count('succeeded').as('succeeded'),
       count('failed').as('refused'),
       count('throttled').as('throttled'),
     ])
     .where('type', '=', 'login')
-    .where('occurred_at', '>=', since.toISOString())
-    .groupBy(hour)
-    .orderBy(hour)
-    .execute();
+    .where('occurred_at', '>=', from);
+  if (until !== undefined) select = select.where('occurred_at', '<', until);
+  const rows = await select.groupBy(hour).execute();
   return rows.map((row) => ({
     hour: `${row.hour}:00:00.000Z`,
+    logins: Number(row.logins),
     succeeded: Number(row.succeeded),
     refused: Number(row.refused),
     throttled: Number(row.throttled),
   }));
+}
+
+/** Deletes at most `limit` kept hours that began before `cutoff`, oldest first: their events are gone with the audit trail's retention. */
+export async function deleteSignInHoursBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
+  return deleteRowsBefore(db, 'sign_in_hour', cutoff, limit);
 }

@@ -186,7 +186,7 @@ export function operatorViewRoutes(
     { schema: { querystring: StatsQuery, response: { 200: SignInStats, ...errors } }, onRequest: requireAdmin },
     async (request) => {
       const from = since(request.query.hours);
-      return { since: from.toISOString(), rows: await store.operatorViews.signInsPerHour(from) };
+      return { since: from.toISOString(), rows: await store.operatorViews.signInsPerHour(from, clock.now()) };
     },
   );
 }

@@ -23,6 +23,7 @@ import * as pruning from './2026_11_27_1530_pruning.js';
 import * as messageLimits from './2026_11_27_1600_message_limits.js';
 import * as userLanguage from './2026_11_27_1700_user_language.js';
 import * as expiryIndexes from './2026_11_27_1730_expiry_indexes.js';
+import * as signInHours from './2026_11_28_1000_sign_in_hours.js';
 
 /** Every migration, in order. Never edit one once merged: add a new one. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '2026_11_27_1600_message_limits': messageLimits,
   '2026_11_27_1700_user_language': userLanguage,
   '2026_11_27_1730_expiry_indexes': expiryIndexes,
+  '2026_11_28_1000_sign_in_hours': signInHours,
 };
