@@ -2,11 +2,16 @@
 // whether the service's cost stays flat as the data grows. For each database, a population of
 // 1 000 users and one of `--users` (bench/seed.ts; audit rows ten per user unless `--events`
 // says), measured in one run one after the other, and the ratio of each figure between them.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { hash } from '@node-rs/argon2';
+import type autocannon from 'autocannon';
 import { sql } from 'kysely';
 import pino from 'pino';
 import { systemClock } from '../src/clock.js';
@@ -22,6 +27,7 @@ import {
   type Dialect,
   json,
   PASSWORD,
+  peakMemoryMbOf,
   phasePeaks,
   round,
   serviceEnvironment,
@@ -36,6 +42,8 @@ const largeUsers = Number(/--users=(\d+)/.exec(argv)?.[1] ?? 1_000_000);
 /** Audit rows per user: ten, or `--events` over `--users`, the same at both sizes. */
 const eventsPerUser = Number(/--events=(\d+)/.exec(argv)?.[1] ?? largeUsers * 10) / largeUsers;
 const SMALL_USERS = 1000;
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
+const ADMIN_CLI = fileURLToPath(new URL('../dist/cli/admin.js', import.meta.url));
 const RETENTION_DAYS = 90;
 
 interface ScaleFigures {
@@ -51,6 +59,10 @@ interface ScaleFigures {
   loginPostgresMicros?: number;
   searchP99Ms: number;
   searchPerSecond: number;
+  /** Every other read of the admin API and the console, and a /metrics scrape, 4 connections: p99 in ms and CPU µs per answer. */
+  operatorReads: Record<string, { p99Ms: number; cpuMicros: number }>;
+  /** `npm run admin -- list-users`: the first page's lines, the whole list, and its peak memory. */
+  listUsers: { firstPageMs: number; wholeSeconds: number; lines: number; peakMemoryMb: number };
   /** Audit rows past the retention deleted per second by the retention worker. */
   prunedRows: number;
   prunePerSecond: number;
@@ -132,6 +144,95 @@ async function pruneOnce(databaseUrl: string): Promise<{ rows: number; seconds: 
   }
 }
 
+/** Seconds each operator read is measured for, 4 connections: enough answers for a p99, short enough for a dozen reads. */
+const OPERATOR_READ_SECONDS = 3;
+
+/**
+ * Every read of the admin API and the console beside the search, and a /metrics scrape, at this
+ * size: p99 in ms. The user reads go to users spread over the population, a third with MFA.
+ */
+async function measureOperatorReads(
+  pid: number,
+  base: string,
+  users: number,
+  dialect: Dialect,
+): Promise<ScaleFigures['operatorReads']> {
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  const ids: string[] = [];
+  for (let k = 0; k < 30; k += 1) {
+    const username = seedUsername((k * 104_729) % users);
+    const found = await json(`${base}/admin/users?username=${username}`, { headers: admin });
+    ids.push(found.id);
+  }
+  let next = 0;
+  const eachUser = (path: (id: string) => string) => ({
+    setupRequest: (request: { path?: string }) => ({ ...request, path: path(ids[next++ % ids.length] ?? '') }),
+  });
+  const reads: [string, autocannon.Options['requests'] | string][] = [
+    [
+      'GET /admin/users?username=',
+      [
+        {
+          setupRequest: (request) => ({
+            ...request,
+            path: `/admin/users?username=${seedUsername((next++ * 7919) % users)}`,
+          }),
+        },
+      ],
+    ],
+    ['GET /admin/users/{id}', [eachUser((id) => `/admin/users/${id}`)]],
+    ['GET /admin/users/{id}/events', [eachUser((id) => `/admin/users/${id}/events`)]],
+    ['GET /admin/users/search?q=seed- (first page)', '/admin/users/search?q=seed-'],
+    ['GET /admin/stats/sign-ins (168 h)', '/admin/stats/sign-ins'],
+    ['GET /admin/stats/sms (168 h)', '/admin/stats/sms'],
+    ['GET /admin/sms/countries', '/admin/sms/countries'],
+    ['GET /admin/clients', '/admin/clients'],
+    ['GET /admin/signing-keys', '/admin/signing-keys'],
+    ['GET /admin/webhooks', '/admin/webhooks'],
+    ['GET /metrics', '/metrics'],
+  ];
+  const measured: ScaleFigures['operatorReads'] = {};
+  for (const [name, what] of reads) {
+    const options = (duration: number) => ({
+      url: typeof what === 'string' ? `${base}${what}` : `${base}/`,
+      duration,
+      connections: 4,
+      headers: name === 'GET /metrics' ? { authorization: `Bearer ${METRICS_TOKEN}` } : admin,
+      ...(typeof what === 'string' ? {} : { requests: what }),
+    });
+    // A second first, not counted: the first calls of a route compile its code and its statements.
+    await cannon(pid, options(1), { dialect });
+    const figures = await cannon(pid, options(OPERATOR_READ_SECONDS), { dialect });
+    if (figures.errors > 0) throw new Error(`${name}: ${figures.errors} answers other than 200`);
+    measured[name] = { p99Ms: figures.p99Ms, cpuMicros: figures.cpuMicrosPerRequest };
+  }
+  return measured;
+}
+
+/** `npm run admin -- list-users` on the seeded database, as an operator runs it: its lines, times and peak memory. */
+async function listEveryUser(databaseUrl: string): Promise<ScaleFigures['listUsers']> {
+  const started = performance.now();
+  const cli = spawn(process.execPath, [ADMIN_CLI, 'list-users'], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', DATABASE_URL: databaseUrl },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  // Its peak is read while it runs: once it has ended, /proc has nothing to say.
+  let peakMemoryMb = 0;
+  const sampler = setInterval(() => {
+    peakMemoryMb = Math.max(peakMemoryMb, peakMemoryMbOf(cli.pid ?? 0));
+  }, 50);
+  let lines = 0;
+  let firstPageMs = 0;
+  for await (const line of createInterface({ input: cli.stdout })) {
+    if (line.length > 0) lines += 1;
+    if (lines === 1000 && firstPageMs === 0) firstPageMs = Math.round(performance.now() - started);
+  }
+  const [code] = (await once(cli, 'exit')) as [number | null];
+  clearInterval(sampler);
+  if (code !== 0) throw new Error(`list-users exited with ${code}`);
+  return { firstPageMs, wholeSeconds: round((performance.now() - started) / 1000, 1), lines, peakMemoryMb };
+}
+
 async function measureAt(dialect: Dialect, users: number, cheapHash: string): Promise<ScaleFigures> {
   const dir = mkdtempSync(join(tmpdir(), 'mfa-scale-'));
   const path = join(dir, 'mfa.sqlite');
@@ -145,11 +246,16 @@ async function measureAt(dialect: Dialect, users: number, cheapHash: string): Pr
     await seedPopulation(databaseUrl, { users, events, passwordHash: cheapHash });
     const seedSeconds = Math.round((performance.now() - seedStarted) / 1000);
     {
-      // The service's own clean-up waits an hour: it is measured on its own below.
+      // The service's own clean-ups wait an hour: the prune is measured on its own below, and the
+      // expired rows' batches (the seed's stale throttle rows) would run among the measurements.
       const { db } = await openDatabase(databaseUrl);
+      const dueAt = new Date(Date.now() + 3_600_000).toISOString();
       await db
         .insertInto('scheduled_job')
-        .values({ name: 'audit_retention', due_at: new Date(Date.now() + 3_600_000).toISOString() })
+        .values([
+          { name: 'audit_retention', due_at: dueAt },
+          { name: 'expired_rows', due_at: dueAt },
+        ])
         .execute();
       await db.destroy();
     }
@@ -160,7 +266,7 @@ async function measureAt(dialect: Dialect, users: number, cheapHash: string): Pr
     const startedAt = performance.now();
     const service = await spawnServer(
       [SERVICE_MAIN],
-      serviceEnvironment({ port, databaseUrl, twilioUrl: twilio.url }),
+      serviceEnvironment({ port, databaseUrl, twilioUrl: twilio.url, extra: { METRICS_TOKEN } }),
       `${base}/mfa/`,
     );
     const readyMs = Math.round(performance.now() - startedAt);
@@ -225,11 +331,13 @@ async function measureAt(dialect: Dialect, users: number, cheapHash: string): Pr
         },
         { dialect },
       );
+      const operatorReads = await measureOperatorReads(pid, base, users, dialect);
       memory.phaseEnded('measured');
+      const listUsers = await listEveryUser(databaseUrl);
       const pruned = await pruneOnce(databaseUrl);
       console.log(
         `  GET /mfa/ ${mfaStatus.cpuMicrosPerRequest} µs, login ${logins.cpuMicrosPerRequest} µs, search p99 ${search.p99Ms} ms, ` +
-          `pruned ${pruned.rows} rows in ${round(pruned.seconds, 1)} s`,
+          `pruned ${pruned.rows} rows in ${round(pruned.seconds, 1)} s, list-users ${listUsers.lines} lines in ${listUsers.wholeSeconds} s`,
       );
       return {
         users,
@@ -242,6 +350,8 @@ async function measureAt(dialect: Dialect, users: number, cheapHash: string): Pr
         loginPostgresMicros: logins.postgresCpuMicrosPerRequest,
         searchP99Ms: search.p99Ms,
         searchPerSecond: search.requestsPerSecond,
+        operatorReads,
+        listUsers,
         prunedRows: pruned.rows,
         prunePerSecond: Math.round(pruned.rows / pruned.seconds),
         bytesPerUser: Math.round((bytes.total - bytes.events) / users),
@@ -295,6 +405,13 @@ for (const dialect of dialects) {
     row('ready', (f) => f.readyMs, '< 2000 ms', ' ms'),
     row('user search p99', (f) => f.searchP99Ms, '< 50 ms', ' ms'),
     row('user search requests/s (4 connections)', (f) => f.searchPerSecond, ''),
+    ...Object.keys(small.operatorReads).flatMap((name) => [
+      row(`${name} p99`, (f) => f.operatorReads[name]?.p99Ms, '< 50 ms', ' ms'),
+      row('  CPU µs/answer', (f) => f.operatorReads[name]?.cpuMicros, 'ratio ≤ 1.25'),
+    ]),
+    row('list-users: the first 1 000 lines', (f) => f.listUsers.firstPageMs, '', ' ms'),
+    row('list-users: every user', (f) => f.listUsers.wholeSeconds, '', ' s'),
+    row('list-users: peak memory', (f) => f.listUsers.peakMemoryMb, '', ' MB'),
     row('audit rows pruned per second', (f) => f.prunePerSecond, 'keeps up'),
     row('audit rows pruned', (f) => f.prunedRows, ''),
     row('bytes per user (audit rows apart)', (f) => f.bytesPerUser, ''),

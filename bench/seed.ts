@@ -230,7 +230,8 @@ export async function seedPopulation(databaseUrl: string, population: Population
       .execute();
 
     const spanMs = (population.eventDays ?? 100) * DAY_MS;
-    const outcomes = ['success', 'success', 'success', 'failed', 'mfa_required'];
+    // The outcomes the service writes for a login (password-grant.ts, hosted-sign-in.ts).
+    const outcomes = ['succeeded', 'succeeded', 'succeeded', 'failed', 'mfa_required'];
     for (let start = 0; start < population.events; start += BATCH_ROWS) {
       const end = Math.min(start + BATCH_ROWS, population.events);
       const events: Row[] = [];
