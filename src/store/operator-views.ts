@@ -142,51 +142,29 @@ const SETTLE_MS = 10 * 60_000;
 
 /**
  * Password and code-flow sign-ins per clock hour since `since` (an hour's start): succeeded,
- * refused, throttled. The hours that have settled are read from sign_in_hour, and those not kept
- * yet are counted once and kept (a race between two requests keeps the same counts once, by the
- * key); only the hours since then are counted from the audit trail on each request. So a request
- * reads about an hour of login events, not the week's (issue 33: 700 000 rows at ten million).
+ * refused, throttled. The hours that have settled are read from sign_in_hour, where the retention
+ * worker keeps them counted (keepSettledSignInHours); any it has not reached yet are counted here
+ * and kept. Only the hours since then are counted from the audit trail on each request: about an
+ * hour of login events, not the week's (issue 33: 700 000 rows at ten million).
  */
 export async function signInsPerHour(
   db: Executor,
   since: Date,
   now: Date,
 ): Promise<{ hour: string; succeeded: number; refused: number; throttled: number }[]> {
-  const settledUntil = new Date(startOfHourMs(now.getTime() - SETTLE_MS));
-  const hours: string[] = [];
-  for (let at = startOfHourMs(since.getTime()); at < settledUntil.getTime(); at += HOUR_MS) {
-    hours.push(new Date(at).toISOString());
-  }
-  const kept = hours.length
-    ? await db
-        .selectFrom('sign_in_hour')
-        .selectAll()
-        .where('hour', '>=', hours[0] ?? '')
-        .where('hour', '<', settledUntil.toISOString())
-        .execute()
-    : [];
-  const keptHours = new Set(kept.map((row) => row.hour));
-  const firstMissing = hours.find((hour) => !keptHours.has(hour));
-  const counted: HourCounts[] = [];
-  if (firstMissing !== undefined) {
-    const byHour = new Map(
-      (await countLoginsPerHour(db, firstMissing, settledUntil.toISOString())).map((row) => [row.hour, row]),
-    );
-    // Every hour of the range is kept, those without a login too, so that none is counted again.
-    for (const hour of hours.filter((each) => each >= firstMissing && !keptHours.has(each))) {
-      counted.push(byHour.get(hour) ?? { hour, logins: 0, succeeded: 0, refused: 0, throttled: 0 });
-    }
-    await db
-      .insertInto('sign_in_hour')
-      .values(counted)
-      .onConflict((conflict) => conflict.column('hour').doNothing())
-      .execute();
-  }
-  const recent = await countLoginsPerHour(
-    db,
-    new Date(Math.max(since.getTime(), settledUntil.getTime())).toISOString(),
-  );
-  return [...kept, ...counted, ...recent]
+  const settledUntil = startOfHourMs(now.getTime() - SETTLE_MS);
+  await keepSettledSignInHours(db, since, now, Number.POSITIVE_INFINITY);
+  const kept =
+    since.getTime() < settledUntil
+      ? await db
+          .selectFrom('sign_in_hour')
+          .selectAll()
+          .where('hour', '>=', since.toISOString())
+          .where('hour', '<', new Date(settledUntil).toISOString())
+          .execute()
+      : [];
+  const recent = await countLoginsPerHour(db, new Date(Math.max(since.getTime(), settledUntil)).toISOString());
+  return [...kept, ...recent]
     .filter((row) => Number(row.logins) > 0)
     .sort((a, b) => (a.hour < b.hour ? -1 : 1))
     .map((row) => ({
@@ -195,6 +173,45 @@ export async function signInsPerHour(
       refused: Number(row.refused),
       throttled: Number(row.throttled),
     }));
+}
+
+/**
+ * Counts the login events of the settled hours since `since` that sign_in_hour does not hold yet,
+ * at most `maxHours` of them from the first missing one, and keeps them, those without a login too
+ * (so that none is counted again); answers how many hours it kept. Two nodes or requests counting
+ * the same hour at once keep it once, by its key, with the same counts.
+ */
+export async function keepSettledSignInHours(db: Executor, since: Date, now: Date, maxHours: number): Promise<number> {
+  const settledUntil = startOfHourMs(now.getTime() - SETTLE_MS);
+  const hours: string[] = [];
+  for (let at = startOfHourMs(since.getTime()); at < settledUntil; at += HOUR_MS)
+    hours.push(new Date(at).toISOString());
+  const [first] = hours;
+  if (first === undefined) return 0;
+  const kept = new Set(
+    (
+      await db
+        .selectFrom('sign_in_hour')
+        .select('hour')
+        .where('hour', '>=', first)
+        .where('hour', '<', new Date(settledUntil).toISOString())
+        .execute()
+    ).map((row) => row.hour),
+  );
+  const firstMissing = hours.findIndex((hour) => !kept.has(hour));
+  if (firstMissing === -1) return 0;
+  const chunk = hours.slice(firstMissing, firstMissing + Math.min(maxHours, hours.length));
+  const until = new Date(Date.parse(chunk.at(-1) ?? first) + HOUR_MS).toISOString();
+  const counted = new Map((await countLoginsPerHour(db, chunk[0] ?? first, until)).map((row) => [row.hour, row]));
+  const missing = chunk
+    .filter((hour) => !kept.has(hour))
+    .map((hour) => counted.get(hour) ?? { hour, logins: 0, succeeded: 0, refused: 0, throttled: 0 });
+  await db
+    .insertInto('sign_in_hour')
+    .values(missing)
+    .onConflict((conflict) => conflict.column('hour').doNothing())
+    .execute();
+  return missing.length;
 }
 
 function startOfHourMs(ms: number): number {
@@ -228,7 +245,7 @@ async function countLoginsPerHour(db: Executor, from: string, until?: string): P
   }));
 }
 
-/** Deletes at most `limit` kept hours that began before `cutoff`, oldest first: their events are gone with the audit trail's retention. */
+/** Deletes at most `limit` kept hours that began before `cutoff`, oldest first. */
 export async function deleteSignInHoursBefore(db: Executor, cutoff: Date, limit: number): Promise<number> {
   return deleteRowsBefore(db, 'sign_in_hour', cutoff, limit);
 }

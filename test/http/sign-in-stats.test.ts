@@ -1,8 +1,8 @@
 // The console's sign-ins per hour (CONTRACT §21) at scale (issue 33): an hour that has settled is
 // counted from the audit trail once and kept in sign_in_hour; each request counts only the hours
 // since then. These tests show the kept counts are what the audit trail said, that a request does
-// not count a settled hour again, that two requests at once keep an hour once, and that the kept
-// hours go with the audit trail's retention.
+// not count a settled hour again, that two requests at once keep an hour once, that the retention
+// worker keeps them counted before a request asks, and that the hours past the week are deleted.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
@@ -80,19 +80,35 @@ describe('sign-ins per hour keep the hours that have settled', () => {
     assert.equal(kept.at(-1)?.hour, lastSettled);
   });
 
-  test('the kept hours go with the audit trail’s retention', async () => {
-    clock.advance(3 * 24 * 3600); // past AUDIT_RETENTION_DAYS=2 for the logins above
-    await stats(); // keeps the hours that settled meanwhile
-    const cutoff = new Date(clock.now().getTime() - 2 * 24 * HOUR_MS).toISOString();
-    assert.ok((await keptHours()).some((row) => row.hour < cutoff));
-    // Another node starts with a short check: the hourly job is due for it, and it runs it.
+  test('the retention worker keeps the settled hours counted before any request asks', async () => {
+    clock.advance(2 * 3600);
+    await expectStatus(service.login('hourly', 'correct horse battery'), 200);
+    clock.advance(2 * 3600); // the hour of that login has settled; no request has read it
+    const newest = new Date(clock.now().getTime() - 10 * 60_000);
+    const lastSettled = new Date(newest.getTime() - (newest.getTime() % HOUR_MS) - HOUR_MS).toISOString();
+    assert.notEqual((await keptHours()).at(-1)?.hour, lastSettled);
+    const closeNode = await service.startAnotherNode({ retentionCheckEveryMs: 50 });
+    try {
+      await eventually(async () => (await keptHours()).at(-1)?.hour === lastSettled);
+      const loginHour = (await keptHours()).filter((row) => Number(row.logins) > 0).at(-1);
+      assert.equal(Number(loginHour?.logins), 1);
+    } finally {
+      await closeNode();
+    }
+  });
+
+  test('the hours the chart no longer shows are deleted by the expired-rows clean-up', async () => {
+    clock.advance(8 * 24 * 3600); // past the week of the chart, and past AUDIT_RETENTION_DAYS=2
+    const weekStart = new Date(clock.now().getTime() - (clock.now().getTime() % HOUR_MS) - 167 * HOUR_MS).toISOString();
+    assert.ok((await keptHours()).some((row) => row.hour < weekStart));
+    // Another node starts with a short check: the hourly jobs are due for it, and it runs them.
     const closeNode = await service.startAnotherNode({ retentionCheckEveryMs: 50 });
     try {
       await eventually(async () => {
         const kept = await keptHours();
-        return kept.length > 0 && kept.every((row) => row.hour >= cutoff.slice(0, 13));
+        return kept.length === 167 && kept.every((row) => row.hour >= weekStart);
       });
-      assert.deepEqual((await stats()).rows, [], 'the events and their hours are gone');
+      assert.deepEqual((await stats()).rows, [], 'the logins are past the week, and past the retention');
     } finally {
       await closeNode();
     }
