@@ -30,6 +30,8 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
       TWILIO_API_URL: twilio.url,
       SMS_NUMBER_HOURLY_LIMIT: '2',
       WEBHOOK_ALLOW_PRIVATE: 'true',
+      // The busy-address tests name their client in X-Forwarded-For, each an address of its own.
+      TRUST_PROXY: '127.0.0.1/32,::1',
       // What these tests judge is the database settling races, not a pool starved by a loaded CI
       // machine (which answers 503, as test/http/database-outage.test.ts shows): wait longer.
       DATABASE_CONNECT_TIMEOUT_MS: '30000',
@@ -324,6 +326,55 @@ describe('two nodes on one PostgreSQL database', { skip: !onPostgres && 'runs in
       assert.equal(receiver.at('/nodes').length, 24);
     } finally {
       await receiver.close();
+    }
+  });
+
+  /** The password grant on node `index % 2`, for a client at `address` behind the trusted proxy. */
+  function loginFrom(index: number, address: string, username: string, password: string) {
+    const node = nodes[index % 2];
+    if (!node) throw new Error('no node');
+    return fetch(`${node.url}/mfa/oauth2/token/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': address },
+      body: JSON.stringify({ grant_type: 'password', username, password }),
+    });
+  }
+
+  test('100 simultaneous right passwords of 100 users from one address, spread over both nodes, all succeed', async () => {
+    const usernames: string[] = [];
+    for (let batch = 0; batch < 10; batch++) {
+      usernames.push(...(await Promise.all(Array.from({ length: 10 }, (_, index) => createUser(index)))));
+    }
+    const responses = await Promise.all(
+      usernames.map((username, index) => loginFrom(index, '203.0.113.50', username, PASSWORD)),
+    );
+    const answers = await Promise.all(
+      responses.map(async (response) =>
+        response.status === 200 ? 200 : `${response.status} ${((await response.json()) as { error?: string }).error}`,
+      ),
+    );
+    assert.deepEqual(
+      answers.filter((answer) => answer !== 200),
+      [],
+      `${answers.filter((answer) => answer === 200).length} of 100 succeeded`,
+    );
+  });
+
+  test('of 50 simultaneous wrong passwords for 50 usernames from one address, spread over both nodes, 20 are judged', async () => {
+    const started = performance.now();
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, (_, index) => loginFrom(index, '203.0.113.51', `nobody-${index}`, 'not the password')),
+    );
+    const bodies = await Promise.all(responses.map((response) => response.json() as Promise<{ error?: string }>));
+    const statuses = responses.map((response) => response.status);
+    const judged = statuses.filter((status) => status === 400).length;
+    // Twenty free attempts, then waits of 2, 4, 8 … s: a batch slowed past them (a loaded machine)
+    // rightly lets one more through after each wait.
+    const seconds = (performance.now() - started) / 1000;
+    const afterWaits = Math.floor(Math.log2(seconds / 2 + 1));
+    assert.ok(judged >= 20 && judged <= 20 + afterWaits, `statuses: ${statuses} in ${seconds.toFixed(1)} s`);
+    for (const [index, body] of bodies.entries()) {
+      assert.equal(body.error, statuses[index] === 400 ? 'invalid_grant' : 'login_throttled', `answer ${index}`);
     }
   });
 

@@ -267,6 +267,47 @@ describe('passwords that are not well-formed Unicode (CONTRACT §14)', () => {
     }
     await expectStatus(service.login(name, 'correct horse \ufffdbattery'), 200);
   });
+
+  test('every other place a password is set refuses one too: the person’s change and the operator’s; a current password holding one is wrong', async () => {
+    const name = username();
+    const userId = await service.createUser(name, 'correct horse \ufffdbattery');
+    const token = await service.accessToken(name, 'correct horse \ufffdbattery');
+    const change = (current: string, next: string) =>
+      service.call('/mfa/password/', { method: 'PUT', token, body: { current_password: current, new_password: next } });
+    const own = await expectStatus(change('correct horse \ufffdbattery', 'a new \udfffpassphrase'), 400);
+    assert.equal(own.error, 'invalid_request');
+    assert.match(own.error_description, /lone surrogate/);
+    const folded = await expectStatus(change('correct horse \ud800battery', 'a new passphrase of words'), 400);
+    assert.equal(folded.error, 'invalid_grant');
+    const operator = await expectStatus(
+      service.call(`/admin/users/${userId}/password`, {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { password: 'an operator’s \ud800passphrase' },
+      }),
+      400,
+    );
+    assert.equal(operator.error, 'invalid_request');
+    assert.match(operator.error_description, /lone surrogate/);
+    // Nothing changed: the password is still the one set first, and the login that asked still works.
+    await expectStatus(service.login(name, 'a new \ufffdpassphrase'), 400);
+    await expectStatus(service.login(name, 'correct horse \ufffdbattery'), 200);
+    await expectStatus(service.call('/mfa/', { token }), 200);
+  });
+
+  test('a username holding a lone surrogate is 400 when created and invalid_grant at login', async () => {
+    const refused = await expectStatus(
+      service.call('/admin/users', {
+        method: 'POST',
+        token: ADMIN_TOKEN,
+        body: { username: 'surrogate\ud800', password: PASSWORD },
+      }),
+      400,
+    );
+    assert.equal(refused.error, 'invalid_request');
+    const answer = await expectStatus(service.login('surrogate\ud800', PASSWORD), 400);
+    assert.equal(answer.error, 'invalid_grant');
+  });
 });
 
 describe('malformed token requests', () => {

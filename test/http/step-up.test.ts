@@ -4,6 +4,7 @@ import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
 import * as OTPAuth from 'otpauth';
 import { ADMIN_TOKEN, expectStatus, nextPhone, type Service, startService } from '../support/service.js';
+import { SoftAuthenticator } from '../support/soft-authenticator.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
 
 const PASSWORD = 'correct horse battery';
@@ -279,6 +280,145 @@ describe('turning MFA on needs a fresh login too (CONTRACT §14)', () => {
     });
     assert.equal(smsLate.status, 401);
     assert.equal((await expectStatus(service.call('/mfa/', { token: secondToken }), 200)).challenge_type, 'totp');
+    // The refusal spent nothing: a login with the app (the next step) finishes with the same code.
+    service.clock.advance(30);
+    const stepped = await service.accessToken(second, PASSWORD, {
+      mfa_code: secondApp.generate({ timestamp: service.clock.now().getTime() }),
+    });
+    await expectStatus(
+      service.call('/mfa/sms/verify/', {
+        method: 'PUT',
+        token: stepped,
+        body: { mfa_code: service.twilio.lastCodeFor(`+${secondPhone}`) },
+      }),
+      200,
+    );
+    assert.equal((await expectStatus(service.call('/mfa/', { token: stepped }), 200)).phone_number, secondPhone);
+  });
+
+  test('finishing is judged like starting for a passkey too: begun with MFA off, refused once a phone turned it on, finished by a second-factor login', async () => {
+    const username = `finish-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    const { options } = await expectStatus(
+      service.call('/mfa/webauthn/request/', { method: 'PUT', token, body: {} }),
+      200,
+    );
+    const registration = new SoftAuthenticator().register(options, issuer.origin);
+    const phone = nextPhone();
+    await service.enrolSms(token, phone);
+    const late = await service.call('/mfa/webauthn/verify/', {
+      method: 'PUT',
+      token,
+      body: { credential: registration },
+    });
+    assert.equal(late.status, 401);
+    assert.match(late.headers.get('www-authenticate') ?? '', /acr_values="aal2", max_age=600$/);
+    const listed = async (bearer: string) =>
+      (await expectStatus(service.call('/mfa/factors/', { token: bearer }), 200)).factors.map(
+        (factor: { type: string }) => factor.type,
+      );
+    assert.deepEqual(await listed(token), ['sms'], 'the passkey was not added');
+    // The refusal spent nothing: a login with the phone finishes the same registration.
+    await expectStatus(service.login(username, PASSWORD), 200);
+    const stepped = await service.accessToken(username, PASSWORD, {
+      mfa_code: service.twilio.lastCodeFor(`+${phone}`),
+    });
+    await expectStatus(
+      service.call('/mfa/webauthn/verify/', { method: 'PUT', token: stepped, body: { credential: registration } }),
+      200,
+    );
+    assert.deepEqual((await listed(stepped)).sort(), ['sms', 'webauthn']);
+  });
+
+  test('three enrolments finished at once by a password-only login: one turns MFA on, the two others are judged by the state it leaves (401), never all added', async () => {
+    for (let round = 0; round < 6; round++) {
+      const username = `race-on-${++userCount}`;
+      await service.createUser(username, PASSWORD);
+      const token = await service.accessToken(username, PASSWORD);
+      const app = OTPAuth.URI.parse(
+        (await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200)).otpauth_uri,
+      ) as OTPAuth.TOTP;
+      const phone = nextPhone();
+      await expectStatus(
+        service.call('/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: phone } }),
+        200,
+      );
+      const { options } = await expectStatus(
+        service.call('/mfa/webauthn/request/', { method: 'PUT', token, body: {} }),
+        200,
+      );
+      const finishes = [
+        ['/mfa/totp/verify/', { mfa_code: app.generate({ timestamp: service.clock.now().getTime() }) }],
+        ['/mfa/sms/verify/', { mfa_code: service.twilio.lastCodeFor(`+${phone}`) }],
+        ['/mfa/webauthn/verify/', { credential: new SoftAuthenticator().register(options, issuer.origin) }],
+      ] as const;
+      // Each round sends them in another order.
+      const order = [...finishes.slice(round % 3), ...finishes.slice(0, round % 3)];
+      if (round >= 3) order.reverse();
+      const statuses = await Promise.all(
+        order.map(async ([path, body]) => {
+          const response = await service.call(path, { method: 'PUT', token, body });
+          await response.body?.cancel();
+          return response.status;
+        }),
+      );
+      assert.deepEqual([...statuses].sort(), [200, 401, 401], `round ${round}: ${statuses}`);
+      const { factors } = await expectStatus(service.call('/mfa/factors/', { token }), 200);
+      assert.equal(factors.length, 1, `round ${round}`);
+    }
+  });
+
+  test('with MFA still off, a login that aged past STEP_UP_MAX_AGE after its request cannot finish it either; the refusal spends nothing, and a fresh login finishes', async () => {
+    // Each enrolment is started 400 s into its login and finished 201 s later: still pending (an
+    // app's for 10 minutes, an SMS code and a passkey challenge for 5), but the login is 601 s old.
+    const kinds = {
+      totp: async (token: string) => {
+        const started = await expectStatus(service.call('/mfa/totp/request/', { method: 'PUT', token, body: {} }), 200);
+        const app = OTPAuth.URI.parse(started.otpauth_uri) as OTPAuth.TOTP;
+        return () => ({ mfa_code: app.generate({ timestamp: service.clock.now().getTime() }) });
+      },
+      sms: async (token: string) => {
+        const phone = nextPhone();
+        await expectStatus(
+          service.call('/mfa/sms/request/', { method: 'PUT', token, body: { phone_number: phone } }),
+          200,
+        );
+        const code = service.twilio.lastCodeFor(`+${phone}`);
+        return () => ({ mfa_code: code });
+      },
+      webauthn: async (token: string) => {
+        const started = await expectStatus(
+          service.call('/mfa/webauthn/request/', { method: 'PUT', token, body: {} }),
+          200,
+        );
+        const credential = new SoftAuthenticator().register(started.options, issuer.origin);
+        return () => ({ credential });
+      },
+    };
+    for (const [type, start] of Object.entries(kinds)) {
+      const username = `aged-${++userCount}`;
+      await service.createUser(username, PASSWORD);
+      const token = await service.accessToken(username, PASSWORD);
+      service.clock.advance(400);
+      const finish = await start(token);
+      service.clock.advance(201);
+      const path = `/mfa/${type}/verify/`;
+      const refused = await service.call(path, { method: 'PUT', token, body: finish() });
+      assert.equal(refused.status, 401, path);
+      const { error, error_description } = (await refused.json()) as { error: string; error_description: string };
+      assert.equal(error, 'insufficient_user_authentication', path);
+      assert.equal(
+        refused.headers.get('www-authenticate'),
+        `Bearer realm="mfa", error="insufficient_user_authentication", error_description="${error_description}", max_age=600`,
+        path,
+      );
+      assert.equal((await expectStatus(service.call('/mfa/', { token }), 200)).enabled, false, path);
+      const fresh = await service.accessToken(username, PASSWORD);
+      const finished = await expectStatus(service.call(path, { method: 'PUT', token: fresh, body: finish() }), 200);
+      assert.equal(finished.enabled, true, path);
+      assert.equal(finished.challenge_type, type, path);
+    }
   });
 });
 

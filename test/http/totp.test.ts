@@ -165,6 +165,34 @@ describe('enrolling an authenticator app (CONTRACT §11)', () => {
     await expectStatus(verifyTotp(token, codeOf(next)), 200);
   });
 
+  test('the enrolment’s own limit holds under concurrency: with the guess budget freed by a login, of 20 simultaneous wrong codes only the one it has left is judged', async () => {
+    const user = await enrolledUser();
+    const strong = await strongToken(user);
+    const second = OTPAuth.URI.parse((await expectStatus(requestTotp(strong), 200)).otpauth_uri) as OTPAuth.TOTP;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      assert.match((await expectStatus(verifyTotp(strong, wrongCodeFor(second)), 400)).error_description, /wrong/);
+    }
+    // A login with the first app ends the run of wrong guesses: the guess budget would judge five
+    // more now, the enrolment has one left.
+    const fresh = await strongToken(user);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => verifyTotp(fresh, wrongCodeFor(second))));
+    const answers = await Promise.all(
+      responses.map(async (response) => ({
+        status: response.status,
+        ...((await response.json()) as { error: string; error_description: string }),
+      })),
+    );
+    const judged = answers.filter((answer) => /the code is wrong/.test(answer.error_description));
+    assert.equal(judged.length, 1, JSON.stringify(answers));
+    const closed = answers.filter((answer) => /had 5 wrong codes and is closed/.test(answer.error_description));
+    assert.equal(closed.length, 19, JSON.stringify(answers));
+    assert.ok(answers.every((answer) => answer.status === 400 && answer.error === 'invalid_mfa_code'));
+    // Dead: the right code is refused too, and the app was not added.
+    const dead = await expectStatus(verifyTotp(fresh, codeOf(second)), 400);
+    assert.match(dead.error_description, /had 5 wrong codes and is closed/);
+    assert.equal((await expectStatus(service.call('/mfa/factors/', { token: fresh }), 200)).factors.length, 1);
+  });
+
   test('a new request replaces the pending one: the first secret no longer verifies', async () => {
     const username = `totp-${++userCount}`;
     await service.createUser(username, PASSWORD);

@@ -96,7 +96,9 @@ describe('enrolling a passkey (CONTRACT §12)', () => {
       400,
     );
     assert.equal(phished.error, 'invalid_credential');
-    assert.match(phished.error_description, /origin/i);
+    // Said in our words, not the verifier's ("Unexpected registration response origin …, expected …").
+    assert.match(phished.error_description, /made on another site \(origin\) than this service/);
+    assert.doesNotMatch(phished.error_description, /Unexpected|expected/);
 
     ({ options } = await expectStatus(requestPasskey(token), 200));
     service.clock.advance(301);
@@ -233,13 +235,18 @@ describe('logging in with a passkey', () => {
       400,
     );
     assert.equal(phished.error, 'invalid_grant');
-    await expectStatus(
+    assert.match(phished.error_description, /made on another site \(origin\) than this service/);
+    assert.doesNotMatch(phished.error_description, /Unexpected|expected/);
+    const foreign = await expectStatus(
       loginWithAssertion(
         user.username,
         user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN, { rpId: 'examp1e.com' }),
       ),
       400,
     );
+    assert.equal(foreign.error, 'invalid_grant');
+    assert.match(foreign.error_description, /belongs to another site \(relying party\) than this service/);
+    assert.doesNotMatch(foreign.error_description, /Unexpected|expected/);
   });
 
   test('a signature counter that goes backwards is refused (a cloned authenticator)', async () => {
@@ -277,8 +284,18 @@ describe('logging in with a passkey', () => {
     );
   });
 
-  test('with the default WEBAUTHN_USER_VERIFICATION=preferred, a passkey tap without user verification is a second factor', async () => {
-    const user = await passkeyUser();
+  test('with the default WEBAUTHN_USER_VERIFICATION=preferred, a passkey made or tapped without user verification is a second factor', async () => {
+    const username = `passkey-${++userCount}`;
+    await service.createUser(username, PASSWORD);
+    const token = await service.accessToken(username, PASSWORD);
+    const { options: creation } = await expectStatus(requestPasskey(token), 200);
+    assert.equal(creation.authenticatorSelection.userVerification, 'preferred');
+    const authenticator = new SoftAuthenticator();
+    await expectStatus(
+      verifyPasskey(token, authenticator.register(creation, ORIGIN, { withoutUserVerification: true })),
+      200,
+    );
+    const user = { username, authenticator };
     const options = await passkeyChallenge(user.username);
     assert.equal(options.userVerification, 'preferred');
     await expectStatus(
@@ -477,5 +494,29 @@ describe('WEBAUTHN_USER_VERIFICATION=required', () => {
     assert.match(refused.error_description, /did not verify the person \(PIN or biometrics\)/);
     const again = await expectStatus(strict.login('uv-user', PASSWORD), 200);
     await expectStatus(login(authenticator.assert(again.webauthn, ORIGIN)), 200);
+  });
+
+  test('a passkey made without user verification is not added, in words that say why; with it, it is', async () => {
+    await strict.createUser('uv-register', PASSWORD);
+    const token = await strict.accessToken('uv-register', PASSWORD);
+    const register = async (tamper: { withoutUserVerification?: boolean }) => {
+      const { options } = await expectStatus(
+        strict.call('/mfa/webauthn/request/', { method: 'PUT', token, body: {} }),
+        200,
+      );
+      return strict.call('/mfa/webauthn/verify/', {
+        method: 'PUT',
+        token,
+        body: { credential: new SoftAuthenticator().register(options, ORIGIN, tamper) },
+      });
+    };
+    const refused = await expectStatus(register({ withoutUserVerification: true }), 400);
+    assert.equal(refused.error, 'invalid_credential');
+    assert.match(
+      refused.error_description,
+      /did not verify the person \(PIN or biometrics\), which this service requires/,
+    );
+    assert.equal((await expectStatus(strict.call('/mfa/', { token }), 200)).enabled, false);
+    await expectStatus(register({}), 200);
   });
 });

@@ -18,8 +18,11 @@ export class SoftAuthenticator {
     private readonly model: { aaguid?: string; isSynced?: boolean; isDiscoverable?: boolean } = {},
   ) {}
 
-  /** navigator.credentials.create() for these options, as seen from `origin`. */
-  register(options: any, origin: string): any {
+  /**
+   * navigator.credentials.create() for these options, as seen from `origin`; `tamper` makes it
+   * misbehave: no user verification (a tap without PIN or biometrics).
+   */
+  register(options: any, origin: string, tamper: { withoutUserVerification?: boolean } = {}): any {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const jwk = publicKey.export({ format: 'jwk' });
     const credentialId = randomBytes(16);
@@ -37,8 +40,9 @@ export class SoftAuthenticator {
     );
     const lengthBytes = Buffer.alloc(2);
     lengthBytes.writeUInt16BE(credentialId.length);
-    // User present, user verified, attested credential data; backup eligible and backed up when synced.
-    const flags = 0x45 | (this.model.isSynced ? 0x18 : 0);
+    // User present, user verified (unless told otherwise), attested credential data; backup eligible
+    // and backed up when synced.
+    const flags = (tamper.withoutUserVerification ? 0x41 : 0x45) | (this.model.isSynced ? 0x18 : 0);
     const aaguid = Buffer.from(
       (this.model.aaguid ?? '00000000-0000-0000-0000-000000000000').replaceAll('-', ''),
       'hex',
