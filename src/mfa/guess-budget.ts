@@ -65,8 +65,17 @@ export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter;
     }
   }
 
+  /**
+   * Whether the user's budget holds a wait now (or an attempt in flight that earned one): a guess
+   * would most likely be refused. Only a hint, read without counting anything: `judgeGuess` decides.
+   */
+  async function isWaiting(userId: string): Promise<boolean> {
+    return (await limiter.blockedUntil(Object.values(scopes(userId)).map(({ scope }) => scope))) !== undefined;
+  }
+
   return {
     judgeGuess,
+    isWaiting,
     /** The scopes the user's guesses are counted in. */
     scopesOf: (userId: string) => Object.values(scopes(userId)).map(({ scope }) => scope),
   };

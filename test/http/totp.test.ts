@@ -193,6 +193,33 @@ describe('enrolling an authenticator app (CONTRACT §11)', () => {
     assert.equal((await expectStatus(service.call('/mfa/factors/', { token: fresh }), 200)).factors.length, 1);
   });
 
+  test('a code the guess budget refuses (429) spends none of the enrolment’s tries: after the wait, the one try left enrols with the right code', async () => {
+    const user = await enrolledUser();
+    const strong = await strongToken(user);
+    const second = OTPAuth.URI.parse((await expectStatus(requestTotp(strong), 200)).otpauth_uri) as OTPAuth.TOTP;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      assert.match((await expectStatus(verifyTotp(strong, wrongCodeFor(second)), 400)).error_description, /wrong/);
+    }
+    // A fifth wrong guess at a login, not at the enrolment: the budget waits, the enrolment has one try left.
+    const guessed = await expectStatus(
+      service.login(user.username, PASSWORD, { mfa_code: wrongCodeFor(user.app) }),
+      400,
+    );
+    assert.equal(guessed.error, 'invalid_grant');
+    for (const code of [wrongCodeFor(second), codeOf(second), wrongCodeFor(second)]) {
+      const refused = await verifyTotp(strong, code);
+      const body = (await refused.json()) as { error: string; error_description: string };
+      assert.deepEqual([refused.status, body.error], [429, 'mfa_throttled'], body.error_description);
+    }
+    service.clock.advance(61);
+    assert.deepEqual(await expectStatus(verifyTotp(strong, codeOf(second)), 200), {
+      enabled: true,
+      challenge_type: 'totp',
+      phone_number: '',
+    });
+    assert.equal((await expectStatus(service.call('/mfa/factors/', { token: strong }), 200)).factors.length, 2);
+  });
+
   test('a new request replaces the pending one: the first secret no longer verifies', async () => {
     const username = `totp-${++userCount}`;
     await service.createUser(username, PASSWORD);
