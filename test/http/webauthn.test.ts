@@ -284,6 +284,31 @@ describe('logging in with a passkey', () => {
     );
   });
 
+  test('as a second factor the user handle is optional: left out, null (WebAuthn’s JSON for none) or empty, the assertion logs in; a passkey sign-in without a username needs it', async () => {
+    const user = await passkeyUser();
+    for (const userHandle of [undefined, null, '']) {
+      const assertion = user.authenticator.assert(await passkeyChallenge(user.username), ORIGIN, { userHandle });
+      assert.equal(JSON.stringify(assertion).includes('"userHandle"'), userHandle !== undefined, 'sent as JSON');
+      const tokens = await expectStatus(loginWithAssertion(user.username, assertion), 200);
+      assert.deepEqual(decodeJwt(tokens.access_token).amr, ['pwd', 'hwk'], `userHandle ${JSON.stringify(userHandle)}`);
+    }
+    // Without a username the handle is all that names the account: none is refused, and said so.
+    const signInOptions = () => expectStatus(service.call('/mfa/webauthn/sign-in/', { method: 'POST' }), 200);
+    const passkeyGrant = (assertion: unknown) =>
+      service.call('/mfa/oauth2/token/', {
+        method: 'POST',
+        body: { grant_type: 'urn:mfa-service:grant-type:passkey', webauthn_response: assertion },
+      });
+    for (const userHandle of [undefined, null, '']) {
+      const { options } = await signInOptions();
+      const refused = await expectStatus(passkeyGrant(user.authenticator.assert(options, ORIGIN, { userHandle })), 400);
+      assert.equal(refused.error, 'invalid_grant');
+      assert.match(refused.error_description, /sent no user handle/);
+    }
+    const { options } = await signInOptions();
+    await expectStatus(passkeyGrant(user.authenticator.assert(options, ORIGIN)), 200);
+  });
+
   test('with the default WEBAUTHN_USER_VERIFICATION=preferred, a passkey made or tapped without user verification is a second factor', async () => {
     const username = `passkey-${++userCount}`;
     await service.createUser(username, PASSWORD);

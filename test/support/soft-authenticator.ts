@@ -79,12 +79,12 @@ export class SoftAuthenticator {
   /**
    * navigator.credentials.get() for these options, as seen from `origin`, with the first allowed
    * credential it holds. `tamper` makes it misbehave: another RP ID, no user verification (a tap
-   * without PIN or biometrics), or another account's user handle.
+   * without PIN or biometrics), or another user handle (another account's, null, empty or none).
    */
   assert(
     options: any,
     origin: string,
-    tamper: { rpId?: string; withoutUserVerification?: boolean; userHandle?: string } = {},
+    tamper: { rpId?: string; withoutUserVerification?: boolean; userHandle?: string | null } = {},
   ): any {
     const rpId = tamper.rpId ?? options.rpId;
     const allowed: string[] = (options.allowCredentials ?? []).map((credential: { id: string }) => credential.id);
@@ -107,7 +107,8 @@ export class SoftAuthenticator {
         clientDataJSON,
         authenticatorData: authData.toString('base64url'),
         signature: signer.sign(credential.privateKey).toString('base64url'),
-        userHandle: tamper.userHandle ?? credential.userHandle,
+        // Given as undefined, the field is left out, as some clients do for none.
+        userHandle: 'userHandle' in tamper ? tamper.userHandle : credential.userHandle,
       },
       clientExtensionResults: {},
       authenticatorAttachment: 'platform',

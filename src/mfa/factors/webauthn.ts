@@ -153,10 +153,18 @@ export function createWebauthnFactor({
       const passkey = factors.find((candidate) => credentialOf(candidate).id === response.id);
       if (!passkey) return refuse('the credential is not one of this user’s passkeys');
       // WebAuthn §7.2 step 6: a user handle, when the authenticator returns one, names the
-      // credential's owner; an assertion naming another account is not this user's.
-      const userHandle = response.response?.userHandle;
-      if (userHandle !== undefined && userHandle !== userHandleOf(user.id)) {
-        return refuse('the passkey answered for another account (its user handle is not this user’s)');
+      // credential's owner; an assertion naming another account is not this user's. As a second
+      // factor the user is known already and the handle optional: absent, null (WebAuthn's JSON for
+      // none) and empty (no user handle is empty, §5.4.3) name no account. A passkey sign-in without
+      // a username needs one (verifySignIn).
+      const userHandle: unknown = response.response?.userHandle;
+      if (userHandle !== undefined && userHandle !== null && userHandle !== '') {
+        if (typeof userHandle !== 'string') {
+          return refuse('the passkey assertion is malformed: its userHandle must be base64url text or null');
+        }
+        if (userHandle !== userHandleOf(user.id)) {
+          return refuse('the passkey answered for another account (its user handle is not this user’s)');
+        }
       }
       const challenge = await liveChallenge(user.id, 'login');
       if (!challenge)
@@ -335,7 +343,13 @@ export function createWebauthnFactor({
   ): Promise<{ user: StoredUser; passkey: Factor }> {
     const refused = (why: string) => new ServiceError('invalid_grant', `the passkey sign-in was refused: ${why}`);
     const assertion = response as unknown as AuthenticationResponseJSON;
+    // The user handle is all that names the account here: left out, null or empty, it names none.
     const userHandle = typeof assertion.response?.userHandle === 'string' ? assertion.response.userHandle : '';
+    if (userHandle === '') {
+      throw refused(
+        'the authenticator sent no user handle, so the passkey names no account; sign in with your username',
+      );
+    }
     const userId = Buffer.from(userHandle, 'base64url').toString('utf8');
     const user = userId ? await store.users.findUserById(userId) : undefined;
     const passkey = user?.factors.find(
