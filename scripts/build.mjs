@@ -42,6 +42,13 @@ const LAZY_TEXTS = {
   'sign-in': { enrolment: ['factors', 'backupCodes', 'sign-in.enrol', 'sign-in.backup'] },
 };
 
+/**
+ * The pages whose style sheet is written into their HTML (a <style> element, which the page's
+ * Content-Security-Policy allows by its hash: src/http/routes/pages.ts) instead of being fetched:
+ * the hosted sign-in, whose first paint (issue 33) would otherwise wait for the sheet's round trip.
+ */
+const INLINE_STYLE = ['sign-in'];
+
 // Built beside dist/ and then swapped in, so dist/ is never half written.
 const staging = `dist.${process.pid}`;
 await build({
@@ -73,7 +80,8 @@ rmSync(previous, { recursive: true, force: true });
  * web/<page>/style.css, which imports the shared one) bundled by esbuild, the shared
  * icon copied, every file named by a hash of its content (served with a year-long immutable cache),
  * and index.html written from web/<page>/index.html with those names and the Subresource Integrity
- * hashes of the script and style sheet (the HTML itself is never cached). Each page gets its own
+ * hashes of the script and style sheet (the HTML itself is never cached; an INLINE_STYLE page has
+ * its style sheet written in instead). Each page gets its own
  * copy of the shared files, so a page's folder holds everything it names. Every file is also
  * written compressed beside itself (see writeCompressed).
  *
@@ -147,12 +155,16 @@ async function buildPage(page, outdir) {
     '%CATALOGUES%': catalogues.listed,
     '%SCRIPT%': `assets/${basename(script)}`,
     '%SCRIPT_INTEGRITY%': integrity(script),
-    '%STYLE%': `assets/${basename(style)}`,
-    '%STYLE_INTEGRITY%': integrity(style),
     '%ICON%': `assets/${iconName}`,
   };
+  const isStyleInline = INLINE_STYLE.includes(page);
   /** Whole lines, left out when empty (a page with no chunks). */
   const lines = {
+    '%STYLE%': [
+      isStyleInline
+        ? `<style>${readFileSync(style, 'utf8').trim()}</style>`
+        : `<link rel="stylesheet" href="assets/${basename(style)}" integrity="${integrity(style)}">`,
+    ],
     '%PRELOADS%': [...preloaded].map(
       (file) => `<link rel="modulepreload" href="assets/${basename(file)}" integrity="${integrity(file)}">`,
     ),
@@ -182,6 +194,8 @@ async function buildPage(page, outdir) {
   if (unfilled) throw new Error(`web/${page}/index.html names ${unfilled}, which the build does not fill`);
   writeFileSync(join(outdir, 'index.html'), html);
   writeCompressed(join(outdir, 'index.html'));
+  // In the HTML, not fetched: no file to serve.
+  if (isStyleInline) rmSync(style);
   for (const file of readdirSync(assets)) {
     if (!['.js', '.css', '.svg', '.json'].includes(extname(file)))
       throw new Error(`unexpected ${page} page asset ${file}`);
