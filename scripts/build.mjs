@@ -35,8 +35,9 @@ const PAGES = ['account', 'sign-in', 'console', 'account/reset'];
  * modules.ts): by page, the part's name (its module's file name, web/<page>/<name>.ts) and the
  * catalogue keys it alone shows. The page's script carries its other English texts; the part's
  * module gets its English and the list of its catalogues in the other languages as <NAME>_TEXTS
- * (a JSON string, see partTexts). The hosted sign-in's enrolment (adding a factor while signing
- * in, then the backup codes) is reached by few sign-ins: its code and texts are not in the first load.
+ * (ENROLMENT_TEXTS: a JSON string of writeCatalogues' parts[name], written in by esbuild's define).
+ * The hosted sign-in's enrolment (adding a factor while signing in, then the backup codes) is
+ * reached by few sign-ins: its code and texts are not in the first load.
  */
 const LAZY_TEXTS = {
   'sign-in': { enrolment: ['factors', 'backupCodes', 'sign-in.enrol', 'sign-in.backup'] },
