@@ -159,6 +159,10 @@ describe('the hosted sign-in’s enrolment, loaded when reached (issue 33)', () 
     await page.keyboard.press('Enter');
     await page.locator('#totp-qr svg').waitFor();
     assert.ok(fetched.includes(named.enrolment.name));
+    // A reload opens the sign-in at the enrolment (its state says so): loaded again, from the start.
+    await page.reload();
+    await page.getByRole('heading', { name: 'Add a way to verify' }).waitFor();
+    await button(page, 'Add an authenticator app').waitFor();
     assert.deepEqual(
       fetched.filter((name) => name.endsWith('.json')),
       [],
