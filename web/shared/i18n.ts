@@ -101,6 +101,7 @@ function merge(into: Catalogue, texts: Catalogue): void {
   }
 }
 
+/** What <meta name="catalogues"> lists: the page's catalogue in each language but English. */
 function pageCatalogues(): string {
   return document.querySelector<HTMLMetaElement>('meta[name="catalogues"]')?.content ?? '';
 }
