@@ -14,6 +14,13 @@ export interface PageLoad {
   firstContentfulPaintMs: number;
   /** The password form was on screen when the load was read (the page works, not only paints). */
   showsForm: boolean;
+  /**
+   * When, after the navigation's start (the authorization request), what the first paint may wait
+   * for had come (ms): the HTML (after the redirect), the style sheet (none when it is in the
+   * HTML), the last script file, the HTML parsed (domInteractive), and the sign-in's state (the
+   * API's answer, after which the form shows). Optional: the whole bench's medians leave them out.
+   */
+  waits?: { htmlMs: number; styleMs?: number; scriptsMs: number; parsedMs: number; stateMs: number };
 }
 
 export interface PageLoadFigures {
@@ -62,6 +69,7 @@ export async function measureHostedSignInLoads(
           bytes: Object.fromEntries(kinds.map((kind) => [kind, med((load) => load.bytes[kind])])) as PageLoad['bytes'],
           totalBytes: med((load) => load.totalBytes),
           firstContentfulPaintMs: Math.round(med((load) => load.firstContentfulPaintMs) * 10) / 10,
+          waits: medianWaits(each),
         },
         barePageFirstPaintMs,
       });
@@ -70,6 +78,22 @@ export async function measureHostedSignInLoads(
   } finally {
     await browser.close();
   }
+}
+
+/** Each wait's median over `loads`, to the millisecond. */
+function medianWaits(loads: PageLoad[]): PageLoad['waits'] {
+  const of = (pick: (waits: NonNullable<PageLoad['waits']>) => number | undefined) => {
+    const values = loads.map((load) => (load.waits ? pick(load.waits) : undefined));
+    return values.every((value) => value !== undefined) ? Math.round(median(values as number[])) : undefined;
+  };
+  const styleMs = of((waits) => waits.styleMs);
+  return {
+    htmlMs: of((waits) => waits.htmlMs) ?? Number.NaN,
+    ...(styleMs !== undefined && { styleMs }),
+    scriptsMs: of((waits) => waits.scriptsMs) ?? Number.NaN,
+    parsedMs: of((waits) => waits.parsedMs) ?? Number.NaN,
+    stateMs: of((waits) => waits.stateMs) ?? Number.NaN,
+  };
 }
 
 async function loadOnce(browser: Browser, base: string, client: PageLoadClient, language: 'en' | 'de') {
@@ -94,13 +118,24 @@ async function loadOnce(browser: Browser, base: string, client: PageLoadClient, 
     const entries = await page.evaluate(() => {
       // Run in the page; the bench's own types know Node's Performance API, not the browser's entry types.
       // No named function in here: tsx would wrap it in a helper the page does not have.
-      type Timing = { name: string; transferSize: number };
+      type Timing = { name: string; transferSize: number; responseEnd: number; domInteractive?: number };
       const navigation = (performance.getEntriesByType('navigation' as never) as unknown as Timing[])[0];
       const resources = performance.getEntriesByType('resource' as never) as unknown as Timing[];
       const paint = performance.getEntriesByName('first-contentful-paint')[0];
       return {
-        navigation: navigation ? { name: navigation.name, transferSize: navigation.transferSize } : undefined,
-        resources: resources.map((entry) => ({ name: entry.name, transferSize: entry.transferSize })),
+        navigation: navigation
+          ? {
+              name: navigation.name,
+              transferSize: navigation.transferSize,
+              responseEnd: navigation.responseEnd,
+              domInteractive: navigation.domInteractive ?? Number.NaN,
+            }
+          : undefined,
+        resources: resources.map((entry) => ({
+          name: entry.name,
+          transferSize: entry.transferSize,
+          responseEnd: entry.responseEnd,
+        })),
         firstContentfulPaintMs: paint?.startTime ?? Number.NaN,
       };
     });
@@ -109,7 +144,21 @@ async function loadOnce(browser: Browser, base: string, client: PageLoadClient, 
     bytes.html = entries.navigation.transferSize;
     for (const entry of entries.resources) bytes[kindOf(new URL(entry.name).pathname)] += entry.transferSize;
     const totalBytes = Object.values(bytes).reduce((sum, value) => sum + value, 0);
-    return { bytes, totalBytes, firstContentfulPaintMs: entries.firstContentfulPaintMs, showsForm };
+    const endOf = (kind: keyof PageLoad['bytes']) =>
+      entries.resources
+        .filter((entry) => kindOf(new URL(entry.name).pathname) === kind)
+        .reduce(
+          (latest, entry) => (Number.isNaN(latest) ? entry.responseEnd : Math.max(latest, entry.responseEnd)),
+          Number.NaN,
+        );
+    const waits: PageLoad['waits'] = {
+      htmlMs: entries.navigation.responseEnd,
+      ...(bytes.style > 0 && { styleMs: endOf('style') }),
+      scriptsMs: endOf('script'),
+      parsedMs: entries.navigation.domInteractive,
+      stateMs: endOf('api'),
+    };
+    return { bytes, totalBytes, firstContentfulPaintMs: entries.firstContentfulPaintMs, showsForm, waits };
   } finally {
     await context.close();
   }
@@ -171,9 +220,14 @@ export function describePageLoads(figures: PageLoadFigures[]): string {
         .map(([kind, bytes]) => `${kind} ${kb(bytes)}`)
         .join(', ');
       const forms = loads.filter((load) => load.showsForm).length;
+      const waits = med.waits;
+      const arrived = waits
+        ? `; arrived by: HTML ${waits.htmlMs}, style ${waits.styleMs ?? 'in the HTML'}, scripts ${waits.scriptsMs}, ` +
+          `parsed ${waits.parsedMs}, the sign-in's state ${waits.stateMs} ms`
+        : '';
       return (
         `hosted sign-in, first load (${language}), median of ${loads.length} cold loads: ${kb(med.totalBytes)} transferred (≤ 25 KB) ` +
-        `[${kinds}], first contentful paint ${med.firstContentfulPaintMs} ms (≤ 100 ms; a bare page's ${barePageFirstPaintMs} ms); form shown in ${forms} of ${loads.length}`
+        `[${kinds}], first contentful paint ${med.firstContentfulPaintMs} ms (≤ 100 ms; a bare page's ${barePageFirstPaintMs} ms)${arrived}; form shown in ${forms} of ${loads.length}`
       );
     })
     .join('\n');

@@ -30,6 +30,26 @@ if (existsSync('dist/main.js') && statSync('dist/main.js').mtimeMs > Math.max(..
  */
 const PAGES = ['account', 'sign-in', 'console', 'account/reset'];
 
+/**
+ * Texts a page's script brings later, with the part of the script that shows them (web/shared/
+ * modules.ts): by page, the part's name (its module's file name, web/<page>/<name>.ts) and the
+ * catalogue keys it alone shows. The page's script carries its other English texts; the part's
+ * module gets its English and the list of its catalogues in the other languages as <NAME>_TEXTS
+ * (ENROLMENT_TEXTS: a JSON string of writeCatalogues' parts[name], written in by esbuild's define).
+ * The hosted sign-in's enrolment (adding a factor while signing in, then the backup codes) is
+ * reached by few sign-ins: its code and texts are not in the first load.
+ */
+const LAZY_TEXTS = {
+  'sign-in': { enrolment: ['factors', 'backupCodes', 'sign-in.enrol', 'sign-in.backup'] },
+};
+
+/**
+ * The pages whose style sheet is written into their HTML (a <style> element, which the page's
+ * Content-Security-Policy allows by its hash: src/http/routes/pages.ts) instead of being fetched:
+ * the hosted sign-in, whose first paint (issue 33) would otherwise wait for the sheet's round trip.
+ */
+const INLINE_STYLE = ['sign-in'];
+
 // Built beside dist/ and then swapped in, so dist/ is never half written.
 const staging = `dist.${process.pid}`;
 await build({
@@ -61,12 +81,21 @@ rmSync(previous, { recursive: true, force: true });
  * web/<page>/style.css, which imports the shared one) bundled by esbuild, the shared
  * icon copied, every file named by a hash of its content (served with a year-long immutable cache),
  * and index.html written from web/<page>/index.html with those names and the Subresource Integrity
- * hashes of the script and style sheet (the HTML itself is never cached). Each page gets its own
+ * hashes of the script and style sheet (the HTML itself is never cached; an INLINE_STYLE page has
+ * its style sheet written in instead). Each page gets its own
  * copy of the shared files, so a page's folder holds everything it names. Every file is also
  * written compressed beside itself (see writeCompressed).
+ *
+ * A module the script imports with import() (a part of the page few visits reach) is a chunk of
+ * its own, loaded when reached; code it shares with the script is a chunk the script imports. The
+ * HTML names each with its integrity: the shared chunks as <link rel="modulepreload" integrity>
+ * (fetched with the script, checked before they run), the lazy ones in <meta name="modules">, read
+ * by web/shared/modules.ts, which preloads one the same way before importing it.
  */
 async function buildPage(page, outdir) {
   const assets = join(outdir, 'assets');
+  const lazyTexts = LAZY_TEXTS[page] ?? {};
+  const catalogues = writeCatalogues(page, assets, lazyTexts);
   const result = await build({
     entryPoints: [
       `web/${page}/main.ts`,
@@ -74,32 +103,81 @@ async function buildPage(page, outdir) {
     ],
     outdir: assets,
     entryNames: '[name]-[hash]',
+    chunkNames: 'chunk-[hash]',
     bundle: true,
+    splitting: true,
     minify: true,
     platform: 'browser',
     format: 'esm',
     target: 'es2022',
     metafile: true,
     logLevel: 'warning',
+    define: Object.fromEntries(
+      Object.keys(lazyTexts).map((part) => [
+        `${part.toUpperCase()}_TEXTS`,
+        JSON.stringify(JSON.stringify(catalogues.parts[part])),
+      ]),
+    ),
+    plugins: [withoutLazyTexts(Object.values(lazyTexts).flat()), sideEffectFree(['@simplewebauthn/browser'])],
   });
+  const outputs = result.metafile.outputs;
   const named = {};
-  for (const [file, output] of Object.entries(result.metafile.outputs)) {
+  for (const [file, output] of Object.entries(outputs)) {
     if (output.entryPoint) named[basename(output.entryPoint)] = file;
   }
-  mkdirSync(assets, { recursive: true });
   const icon = readFileSync('web/shared/icon.svg');
   const iconName = `icon-${hashOf(icon, 'sha256', 'hex').slice(0, 8)}.svg`;
   writeFileSync(join(assets, iconName), icon);
   const script = named['main.ts'];
   const style = named['style.css'];
-  const catalogues = writeCatalogues(page, assets);
+  const integrity = (file) => `sha384-${hashOf(readFileSync(file), 'sha384', 'base64')}`;
+  /** The chunks `file` imports (import statements), and theirs. */
+  const staticImports = (file, found = new Set()) => {
+    for (const { path, kind } of outputs[file].imports) {
+      if (kind === 'import-statement' && !found.has(path)) staticImports(path, found.add(path));
+    }
+    return found;
+  };
+  const preloaded = staticImports(script);
+  const lazy = Object.entries(outputs).filter(
+    ([file, output]) => output.entryPoint && file !== script && file !== style,
+  );
+  for (const [file, output] of lazy) {
+    const unchecked = [...staticImports(file)].filter((chunk) => !preloaded.has(chunk));
+    // Such a chunk would be fetched with no integrity: list it here if it ever happens.
+    if (unchecked.length > 0)
+      throw new Error(`${output.entryPoint} imports ${unchecked}, which the page does not preload`);
+  }
+  for (const part of Object.keys(lazyTexts)) {
+    if (!lazy.some(([, output]) => basename(output.entryPoint, '.ts') === part))
+      throw new Error(`LAZY_TEXTS names ${page}'s part ${part}, which its script does not import()`);
+  }
   const replacements = {
-    '%CATALOGUES%': catalogues,
+    '%CATALOGUES%': catalogues.listed,
     '%SCRIPT%': `assets/${basename(script)}`,
-    '%SCRIPT_INTEGRITY%': `sha384-${hashOf(readFileSync(script), 'sha384', 'base64')}`,
-    '%STYLE%': `assets/${basename(style)}`,
-    '%STYLE_INTEGRITY%': `sha384-${hashOf(readFileSync(style), 'sha384', 'base64')}`,
+    '%SCRIPT_INTEGRITY%': integrity(script),
     '%ICON%': `assets/${iconName}`,
+  };
+  const isStyleInline = INLINE_STYLE.includes(page);
+  /** Whole lines, left out when empty (a page with no chunks). */
+  const lines = {
+    '%STYLE%': [
+      isStyleInline
+        ? `<style>${readFileSync(style, 'utf8').trim()}</style>`
+        : `<link rel="stylesheet" href="assets/${basename(style)}" integrity="${integrity(style)}">`,
+    ],
+    '%PRELOADS%': [...preloaded].map(
+      (file) => `<link rel="modulepreload" href="assets/${basename(file)}" integrity="${integrity(file)}">`,
+    ),
+    '%MODULES%': lazy.length
+      ? [
+          `<meta name="modules" content="${lazy
+            .map(
+              ([file, output]) => `${basename(output.entryPoint, '.ts')} assets/${basename(file)} ${integrity(file)}`,
+            )
+            .join(', ')}">`,
+        ]
+      : [],
   };
   let html = readFileSync(`web/${page}/index.html`, 'utf8');
   // The forms several pages show (the sign-in steps, adding a factor) are written once, in web/shared/.
@@ -107,16 +185,83 @@ async function buildPage(page, outdir) {
     readFileSync(join('web/shared', name), 'utf8'),
   );
   html = withEnglishTexts(html, page);
+  for (const [placeholder, value] of Object.entries(lines)) {
+    html = html.replace(new RegExp(`^([ \t]*)${placeholder}\n`, 'm'), (_line, indent) =>
+      value.map((line) => `${indent}${line}\n`).join(''),
+    );
+  }
   for (const [placeholder, value] of Object.entries(replacements)) html = html.replaceAll(placeholder, value);
   const unfilled = /%[A-Z_]+%/.exec(html)?.[0];
   if (unfilled) throw new Error(`web/${page}/index.html names ${unfilled}, which the build does not fill`);
   writeFileSync(join(outdir, 'index.html'), html);
   writeCompressed(join(outdir, 'index.html'));
+  // In the HTML, not fetched: no file to serve.
+  if (isStyleInline) rmSync(style);
   for (const file of readdirSync(assets)) {
     if (!['.js', '.css', '.svg', '.json'].includes(extname(file)))
       throw new Error(`unexpected ${page} page asset ${file}`);
     writeCompressed(join(assets, file));
   }
+}
+
+/**
+ * An esbuild plugin: the English catalogues (web/<area>/locales/en.json) as a page's script
+ * imports them, without the keys `paths` ("factors", "sign-in.enrol"): texts a lazy part brings.
+ */
+function withoutLazyTexts(paths) {
+  return {
+    name: 'without-lazy-texts',
+    setup(builder) {
+      if (paths.length === 0) return;
+      builder.onLoad({ filter: /[\\/]locales[\\/]en\.json$/ }, (args) => {
+        const catalogue = JSON.parse(readFileSync(args.path, 'utf8'));
+        return { contents: JSON.stringify(split(catalogue, paths).rest), loader: 'json' };
+      });
+    },
+  };
+}
+
+/**
+ * An esbuild plugin: the modules of `packages` have no side effects (as a package says with
+ * "sideEffects": false in its package.json, which @simplewebauthn/browser does not). A module that
+ * may have side effects goes wherever its package's index is imported: passkey registration went
+ * into the hosted sign-in's first load with the sign-in's passkey, instead of its enrolment's chunk.
+ */
+function sideEffectFree(packages) {
+  return {
+    name: 'side-effect-free',
+    setup(builder) {
+      builder.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData?.resolving) return undefined;
+        const within = (name) => args.path === name || args.importer.includes(`/node_modules/${name}/`);
+        if (!packages.some(within)) return undefined;
+        const { path, external, namespace, errors } = await builder.resolve(args.path, {
+          kind: args.kind,
+          importer: args.importer,
+          resolveDir: args.resolveDir,
+          pluginData: { resolving: true },
+        });
+        return { path, external, namespace, errors, sideEffects: false };
+      });
+    },
+  };
+}
+
+/** `catalogue` as two: the texts under the keys `paths` ("factors", "sign-in.enrol") and the rest. */
+function split(catalogue, paths) {
+  const rest = structuredClone(catalogue);
+  const picked = {};
+  for (const path of paths) {
+    const keys = path.split('.');
+    const last = keys.pop();
+    const parent = keys.reduce((found, key) => found?.[key], rest);
+    if (parent?.[last] === undefined) continue;
+    let into = picked;
+    for (const key of keys) into = into[key] ??= {};
+    into[last] = parent[last];
+    delete parent[last];
+  }
+  return { picked, rest };
 }
 
 /**
@@ -152,20 +297,42 @@ function cataloguesOf(page, language) {
 
 /**
  * Writes the page's catalogue in each language but English (which its script carries) into its
- * assets, named by hash, and answers what <meta name="catalogues"> lists: "de path integrity, …".
+ * assets, named by hash, and answers `listed`, what <meta name="catalogues"> lists ("de path
+ * integrity, …"). A part the page loads later (`lazyTexts`, see LAZY_TEXTS) is left out of those
+ * and written as a catalogue of its own in each language, listed the same way in `parts[part]`
+ * with its English texts (`{ english, listed }`): the part's module carries both.
  */
-function writeCatalogues(page, assets) {
+function writeCatalogues(page, assets, lazyTexts) {
+  mkdirSync(assets, { recursive: true });
+  const paths = Object.values(lazyTexts).flat();
+  const write = (catalogue, language, name) => {
+    const body = JSON.stringify(catalogue);
+    const file = `${name}-${hashOf(body, 'sha256', 'hex').slice(0, 8)}.json`;
+    writeFileSync(join(assets, file), body);
+    return `${language} assets/${file} sha384-${hashOf(body, 'sha384', 'base64')}`;
+  };
+  const all = cataloguesOf(page, 'en');
+  for (const path of paths) {
+    if (path.split('.').reduce((found, key) => found?.[key], all) === undefined)
+      throw new Error(`LAZY_TEXTS names ${path}, which the English catalogues of ${page} lack`);
+  }
   const languages = readdirSync('web/shared/locales')
     .map((file) => basename(file, '.json'))
     .filter((language) => language !== 'en');
-  return languages
-    .map((language) => {
-      const body = JSON.stringify(cataloguesOf(page, language));
-      const name = `${language}-${hashOf(body, 'sha256', 'hex').slice(0, 8)}.json`;
-      writeFileSync(join(assets, name), body);
-      return `${language} assets/${name} sha384-${hashOf(body, 'sha384', 'base64')}`;
-    })
+  const byLanguage = Object.fromEntries(languages.map((language) => [language, cataloguesOf(page, language)]));
+  const parts = {};
+  for (const [part, partPaths] of Object.entries(lazyTexts)) {
+    parts[part] = {
+      english: split(all, partPaths).picked,
+      listed: languages
+        .map((language) => write(split(byLanguage[language], partPaths).picked, language, `${language}.${part}`))
+        .join(', '),
+    };
+  }
+  const listed = languages
+    .map((language) => write(split(byLanguage[language], paths).rest, language, language))
     .join(', ');
+  return { listed, parts };
 }
 
 /**

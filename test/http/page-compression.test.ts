@@ -49,24 +49,36 @@ function decoded(answer: RawAnswer): Buffer {
   }
 }
 
-/** The hosted sign-in's HTML and the files it names, with the integrity it gives the script and style sheet. */
+/**
+ * The hosted sign-in's HTML and the files it names, with the integrity it gives each: the script,
+ * the chunk it shares with its enrolment (preloaded), the enrolment's chunk (loaded when reached),
+ * the icon, the German catalogue; and its style sheet, written into the HTML.
+ */
 async function signInFiles() {
-  const html = decoded(await raw('/sign-in/')).toString('utf8');
+  const html = decoded(await raw('/sign-in/', { 'accept-encoding': 'br' })).toString('utf8');
   const find = (pattern: RegExp) => {
     const found = pattern.exec(html);
     assert.ok(found, `the page names a file matching ${pattern}`);
     return found;
   };
   const script = find(/<script type="module" src="(assets\/main-[A-Z0-9]+\.js)" integrity="([^"]+)"/);
-  const style = find(/<link rel="stylesheet" href="(assets\/style-[A-Z0-9]+\.css)" integrity="([^"]+)"/);
+  const preloads = [
+    ...html.matchAll(/<link rel="modulepreload" href="(assets\/chunk-[A-Z0-9]+\.js)" integrity="([^"]+)">/g),
+  ];
+  assert.equal(preloads.length, 1, 'one chunk shared by the script and its enrolment');
+  const enrolment = find(/<meta name="modules" content="enrolment (assets\/chunk-[A-Z0-9]+\.js) (sha384-[^"]+)">/);
   const icon = find(/<link rel="icon" type="image\/svg\+xml" href="(assets\/icon-[0-9a-f]+\.svg)"/);
+  const style = find(/<style>([^<]+)<\/style>/);
   const catalogues = find(/<meta name="catalogues" content="([^"]*)"/)[1] ?? '';
   const german = /de (assets\/de-[0-9a-f]+\.json) (sha384-\S+?),?(?:\s|$)/.exec(catalogues);
   assert.ok(german, 'the page lists a German catalogue');
   return {
+    html,
     script: { path: `/sign-in/${script[1]}`, integrity: script[2] },
-    style: { path: `/sign-in/${style[1]}`, integrity: style[2] },
+    shared: { path: `/sign-in/${preloads[0]?.[1]}`, integrity: preloads[0]?.[2] },
+    enrolment: { path: `/sign-in/${enrolment[1]}`, integrity: enrolment[2] },
     icon: { path: `/sign-in/${icon[1]}` },
+    style: style[1] ?? '',
     german: { path: `/sign-in/${german[1]}`, integrity: german[2] },
   };
 }
@@ -120,14 +132,38 @@ describe('the pages’ files, compressed by the build (issue 33)', () => {
     }
   });
 
-  test('the Subresource Integrity hashes hold for the decoded script, style sheet and catalogue in every coding', async () => {
+  test('the Subresource Integrity hashes hold for the decoded scripts, chunks and catalogues in every coding', async () => {
     const files = await signInFiles();
-    for (const file of [files.script, files.style, files.german]) {
+    // The German texts of the enrolment: listed, with their hash, in the enrolment's chunk.
+    const chunk = decoded(await raw(files.enrolment.path, { 'accept-encoding': 'br' })).toString('utf8');
+    const part = /de assets\/(de\.enrolment-[0-9a-f]+\.json) (sha384-[\w+/=]+)/.exec(chunk);
+    assert.ok(part, 'the enrolment names its German catalogue');
+    const germanEnrolment = { path: `/sign-in/assets/${part[1]}`, integrity: part[2] };
+    for (const file of [files.script, files.shared, files.enrolment, files.german, germanEnrolment]) {
       for (const acceptEncoding of ['br', 'gzip', 'identity']) {
         const answer = await raw(file.path, { 'accept-encoding': acceptEncoding });
         assert.equal(answer.status, 200, file.path);
+        assert.equal(answer.headers['cache-control'], 'public, max-age=31536000, immutable');
         assert.equal(sri(decoded(answer)), file.integrity, `${file.path} with ${acceptEncoding}`);
       }
+    }
+  });
+
+  test('the hosted sign-in’s style sheet is in its HTML, allowed by its hash alone; the other pages fetch theirs', async () => {
+    const { style } = await signInFiles();
+    const hash = `'sha256-${createHash('sha256').update(style).digest('base64')}'`;
+    for (const coding of ['br', 'identity']) {
+      const csp = String((await raw('/sign-in/', { 'accept-encoding': coding })).headers['content-security-policy']);
+      const styleSrc = csp.split('; ').find((directive) => directive.startsWith('style-src '));
+      assert.equal(styleSrc, `style-src 'self' ${hash}`, coding);
+      assert.match(csp, /script-src 'self';/, 'no script is allowed inline');
+    }
+    for (const path of ['/account/', '/account/reset/', '/admin/console/']) {
+      const answer = await raw(path, { 'accept-encoding': 'br' });
+      const html = decoded(answer).toString('utf8');
+      assert.match(html, /<link rel="stylesheet" href="assets\/style-[A-Z0-9]+\.css" integrity="sha384-[^"]+">/, path);
+      assert.doesNotMatch(html, /<style>/, path);
+      assert.match(String(answer.headers['content-security-policy']), /style-src 'self';/, path);
     }
   });
 
@@ -176,12 +212,14 @@ describe('the pages’ files, compressed by the build (issue 33)', () => {
     assert.deepEqual(again.body, first.body);
   });
 
-  test('the hosted sign-in’s HTML, script, style sheet and icon weigh under 25 KB as brotli sends them', async () => {
-    const { script, style, icon } = await signInFiles();
+  test('the hosted sign-in’s first load (its HTML with the style sheet, script, shared chunk and icon; in German its catalogue too) weighs under 25 KB as brotli sends it', async () => {
+    const { script, shared, icon, german } = await signInFiles();
     let bytes = 0;
-    for (const path of ['/sign-in/', script.path, style.path, icon.path]) {
+    for (const path of ['/sign-in/', script.path, shared.path, icon.path]) {
       bytes += (await raw(path, { 'accept-encoding': 'br' })).body.length;
     }
     assert.ok(bytes <= 25 * 1024, `${bytes} bytes`);
+    const inGerman = bytes + (await raw(german.path, { 'accept-encoding': 'br' })).body.length;
+    assert.ok(inGerman <= 25 * 1024, `${inGerman} bytes in German`);
   });
 });

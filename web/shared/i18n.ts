@@ -24,11 +24,14 @@ export const LANGUAGE_NAMES: Record<Language, string> = {
  * The page's texts by language. English is in the script (the shared texts here, the page's own
  * added by its main.ts); another language is fetched once it is chosen, from the file the build
  * made of the shared and the page's catalogues (named in <meta name="catalogues">), so that a page
- * carries one language, not five.
+ * carries one language, not five. The texts of a part of the page loaded later (addPart) come with
+ * that part.
  */
 const catalogues: Partial<Record<Language, Catalogue>> = { en: { ...en } };
 let language: Language = 'en';
 const changeListeners: (() => void)[] = [];
+/** What the build lists of each part's catalogues, as <meta name="catalogues"> lists the page's (addPart). */
+const partsListed: string[] = [];
 
 /** Adds the page's own English texts (web/<area>/locales/en.json) to the shared ones, before it starts. */
 export function addEnglish(catalogue: Catalogue): void {
@@ -54,7 +57,13 @@ export function currentLanguage(): Language {
  */
 export async function useLanguage(preferences: readonly string[] = navigator.languages): Promise<Language> {
   const wanted = pickLanguage(preferences);
-  if (!catalogues[wanted]) catalogues[wanted] = await fetchCatalogue(wanted);
+  if (!catalogues[wanted]) {
+    const [main, ...parts] = await Promise.all(
+      [pageCatalogues(), ...partsListed].map((listed) => fetchCatalogue(wanted, listed)),
+    );
+    if (main) for (const part of parts) if (part) merge(main, part);
+    catalogues[wanted] = main;
+  }
   const shown = catalogues[wanted] ? wanted : 'en';
   // The same language again changes nothing: the texts the page has set since stay as they are.
   if (shown === language) return shown;
@@ -65,9 +74,40 @@ export async function useLanguage(preferences: readonly string[] = navigator.lan
   return shown;
 }
 
-/** The catalogue the build made for this page in `wanted`, checked against its hash; undefined if it cannot be had. */
-async function fetchCatalogue(wanted: Language): Promise<Catalogue | undefined> {
-  const listed = document.querySelector<HTMLMetaElement>('meta[name="catalogues"]')?.content ?? '';
+/**
+ * Adds the texts of a part of the page that its script loaded later (the hosted sign-in's
+ * enrolment, see LAZY_TEXTS in scripts/build.mjs): `english`, which the part carries, and the part's
+ * catalogue in the page's language, fetched from the files `listed` names ("de path integrity, …"
+ * as in <meta name="catalogues">). The page is then translated again, its new part with it.
+ */
+export async function addPart({ english, listed }: { english: Catalogue; listed: string }): Promise<void> {
+  merge(catalogues.en as Catalogue, english);
+  partsListed.push(listed);
+  const shown = catalogues[language];
+  if (language === 'en' || !shown) return;
+  const texts = await fetchCatalogue(language, listed);
+  // Not to be had: the part speaks English (its elements keep the English the build wrote).
+  if (texts) merge(shown, texts);
+  translateWithin(document);
+  for (const listener of changeListeners) listener();
+}
+
+/** Puts `texts`' keys into `into`, nested keys beside those it has. */
+function merge(into: Catalogue, texts: Catalogue): void {
+  for (const [key, text] of Object.entries(texts)) {
+    const there = into[key];
+    if (typeof text !== 'string' && there !== undefined && typeof there !== 'string') merge(there, text);
+    else into[key] = text;
+  }
+}
+
+/** What <meta name="catalogues"> lists: the page's catalogue in each language but English. */
+function pageCatalogues(): string {
+  return document.querySelector<HTMLMetaElement>('meta[name="catalogues"]')?.content ?? '';
+}
+
+/** The catalogue `listed` names in `wanted`, checked against its hash; undefined if it cannot be had. */
+async function fetchCatalogue(wanted: Language, listed: string): Promise<Catalogue | undefined> {
   const entry = listed
     .split(',')
     .map((item) => item.trim().split(/\s+/))
@@ -87,15 +127,22 @@ export function onLanguageChange(listener: () => void): void {
   changeListeners.push(listener);
 }
 
-/** Sets the texts and attributes that the elements under `root` name (data-i18n, data-i18n-attrs). */
+/**
+ * Sets the texts and attributes that the elements under `root` name (data-i18n, data-i18n-attrs).
+ * A key the page has no text for yet (a part not loaded, see addPart) leaves what is there: the
+ * English the build wrote.
+ */
 export function translateWithin(root: ParentNode): void {
   for (const element of root.querySelectorAll<HTMLElement>('[data-i18n]')) {
-    element.textContent = t(element.dataset.i18n ?? '');
+    const key = element.dataset.i18n ?? '';
+    const text = t(key);
+    if (text !== key) element.textContent = text;
   }
   for (const element of root.querySelectorAll<HTMLElement>('[data-i18n-attrs]')) {
     for (const pair of (element.dataset.i18nAttrs ?? '').split(/\s+/).filter(Boolean)) {
       const [attribute = '', key = ''] = pair.split(':');
-      element.setAttribute(attribute, t(key));
+      const text = t(key);
+      if (text !== key) element.setAttribute(attribute, text);
     }
   }
 }

@@ -1,14 +1,14 @@
 // The hosted sign-in (CONTRACT §18): between an app's authorization request and the redirect back,
 // the person signs in here, on the service's own origin, with the same steps as the account page.
 // Everything it calls is the sign-in's API under <base>/mfa/oauth2/sign-in/<id>/.
-import { createFactorAdding } from '../shared/add-factor.js';
 import { ApiError, readAnswer } from '../shared/api-error.js';
-import { createBackupCodesBox } from '../shared/backup-codes.js';
 import { byId, setText, setTitle, whileBusy } from '../shared/dom.js';
 import { addEnglish, t, useLanguage } from '../shared/i18n.js';
-import { describeError, type EnrolmentStep } from '../shared/messages.js';
-import { clearNotices, placeOf, say, warn } from '../shared/notices.js';
+import { describeError } from '../shared/messages.js';
+import { importChecked } from '../shared/modules.js';
+import { clearNotices, say, warn } from '../shared/notices.js';
 import { createSignIn, type FactorType, type StepAnswer } from '../shared/sign-in.js';
+import type { Enrolment } from './enrolment.js';
 import english from './locales/en.json' with { type: 'json' };
 
 addEnglish(english);
@@ -157,41 +157,39 @@ async function cancel(container: HTMLElement) {
 }
 
 const enrol = byId('enrol');
-const adding = createFactorAdding({
-  enrol: (path, body) => send('PUT', path, body),
-  async act(step: EnrolmentStep, container: HTMLElement | undefined, action: () => Promise<void>) {
-    await whileBusy(container, async () => {
-      try {
-        await action();
-      } catch (error) {
-        warn(describeError(error, step), placeOf(error, container ?? enrol));
-      }
-    });
-  },
-  async added(message, answer) {
-    const { backup_codes: codes } = answer as SignInAnswer;
-    if (codes) {
-      // The first way to verify: its backup codes are shown once, before going back to the app.
-      enrol.hidden = true;
-      byId('backup').hidden = false;
-      setText(byId('backup-intro'), () => `${message} ${t('sign-in.backup.intro')}`);
-      setText(byId('backup-done'), () => t('sign-in.backup.done', { client: client() }));
-      setTitle(() => t('sign-in.backup.documentTitle', { service: service() }));
-      backupBox.show(codes);
-      afterBackupCodes = () => follow(answer as SignInAnswer);
-      return;
-    }
-    say(message, enrol);
-    follow(answer as SignInAnswer);
-  },
-});
 
-/** What the backup codes' "continue" does: the sign-in's next step, kept while the codes are on screen. */
-let afterBackupCodes = () => {};
-const backupBox = createBackupCodesBox({
-  owner: () => currentUsername,
-  saved: () => afterBackupCodes(),
-});
+/**
+ * Adding a factor during the sign-in (web/sign-in/enrolment.ts), loaded when a sign-in first
+ * reaches that step: few do, and its code (the forms, the QR code, passkey registration) and texts
+ * are a third of the page's script.
+ */
+let enrolment: Promise<Enrolment> | undefined;
+
+function loadEnrolment(): Promise<Enrolment> {
+  enrolment ??= importChecked('enrolment', () => import('./enrolment.js')).then(({ createEnrolment }) =>
+    createEnrolment({
+      enrol: (path, body) => send('PUT', path, body),
+      client,
+      service,
+      username: () => currentUsername,
+      follow: (answer) => follow(answer as SignInAnswer),
+    }),
+  );
+  return enrolment;
+}
+
+function showEnrolment(types: FactorType[]) {
+  const section = byId('sign-in');
+  void whileBusy(section, async () => {
+    try {
+      (await loadEnrolment()).show(types);
+    } catch (error) {
+      // Not to be had (the network, or a file that failed its hash): said where the sign-in was.
+      section.hidden = false;
+      warn(describeError(error), section);
+    }
+  });
+}
 
 /** After a factor was added: the next step, or the app. */
 function follow(answer: SignInAnswer) {
@@ -202,26 +200,6 @@ function follow(answer: SignInAnswer) {
   } else if (next.kind === 'enrol') {
     showEnrolment(next.factorTypes);
   }
-}
-
-function showEnrolment(types: FactorType[]) {
-  byId('sign-in').hidden = true;
-  const onlyPasskeys = types.length === 1 && types[0] === 'webauthn';
-  setText(byId('enrol-title'), () => (onlyPasskeys ? t('sign-in.enrol.titlePasskey') : t('sign-in.enrol.title')));
-  setText(byId('enrol-intro'), () =>
-    onlyPasskeys
-      ? t('sign-in.enrol.introPasskey', { client: client() })
-      : t('sign-in.enrol.intro', { client: client() }),
-  );
-  adding.closeForms();
-  adding.offer(types);
-  enrol.hidden = false;
-  setTitle(() =>
-    onlyPasskeys
-      ? t('sign-in.enrol.documentTitlePasskey', { service: service() })
-      : t('sign-in.enrol.documentTitle', { service: service() }),
-  );
-  byId('enrol-title').focus();
 }
 
 function showExpired() {

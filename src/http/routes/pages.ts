@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +13,8 @@ import type { App } from '../app-types.js';
  */
 export interface Page {
   html: PageFile;
+  /** The headers the page is served with: PAGE_HEADERS, its CSP allowing the HTML's own style elements. */
+  headers: Record<string, string>;
   /** By file name; every name carries a hash of its content. */
   assets: ReadonlyMap<string, PageFile>;
 }
@@ -31,7 +34,8 @@ export interface PageFile {
 }
 
 /**
- * Only the page's own files run or style it: no inline script or style, no other origin. The QR
+ * Only the page's own files run or style it: no inline script or style (but the style elements
+ * the build wrote into a page's HTML, each allowed by its hash: pageCsp), no other origin. The QR
  * code is drawn as SVG elements, so images need no `data:`; Trusted Types make any HTML-string
  * sink (innerHTML and the like) throw, since the pages build their DOM from elements and text only.
  * One policy for every page: what one page may do, the others may too.
@@ -58,6 +62,20 @@ export const PAGE_HEADERS = {
   'referrer-policy': 'no-referrer',
   'cross-origin-opener-policy': 'same-origin',
 };
+
+/**
+ * PAGE_CSP with each of `html`'s <style> elements allowed by its hash (style-src 'sha256-…'): the
+ * build writes the hosted sign-in's style sheet into its HTML (scripts/build.mjs, INLINE_STYLE),
+ * so that its first paint does not wait for the sheet's round trip (issue 33). Only those exact
+ * texts: an injected <style> or style attribute is still refused.
+ */
+export function pageCsp(html: string): string {
+  const hashes = [...html.matchAll(/<style>([^<]*)<\/style>/g)].map(
+    ([, style = '']) => `'sha256-${createHash('sha256').update(style, 'utf8').digest('base64')}'`,
+  );
+  if (hashes.length === 0) return PAGE_CSP;
+  return PAGE_CSP.replace("style-src 'self'", `style-src 'self' ${hashes.join(' ')}`);
+}
 
 const CONTENT_TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',
@@ -93,7 +111,9 @@ export function loadPage(dir: string | undefined): Page | undefined {
     const contentType = CONTENT_TYPES[extname(name)];
     if (contentType) assets.set(name, readPageFile(join(assetsDir, name), contentType));
   }
-  return { html: readPageFile(join(dir, 'index.html'), 'text/html; charset=utf-8'), assets };
+  const html = readPageFile(join(dir, 'index.html'), 'text/html; charset=utf-8');
+  const headers = { ...PAGE_HEADERS, 'content-security-policy': pageCsp(html.body.toString('utf8')) };
+  return { html, headers, assets };
 }
 
 /** The file at `path` and the compressed copies the build wrote beside it, where smaller. */
@@ -160,7 +180,7 @@ export function pageRoutes(
       return reply.redirect(`${lastSegment}/${query === undefined ? '' : `?${query}`}`, 308);
     if (!page) throw notBuilt();
     // no-cache: the HTML names the current hashed files, so it is checked on every visit.
-    return sendPageFile(request, reply.headers({ ...PAGE_HEADERS, 'cache-control': 'no-cache' }), page.html);
+    return sendPageFile(request, reply.headers({ ...page.headers, 'cache-control': 'no-cache' }), page.html);
   });
 
   app.get(`${path}assets/:name`, { schema: { hide: true, params: AssetParams } }, async (request, reply) => {
@@ -170,7 +190,7 @@ export function pageRoutes(
     // Named by their content: a changed file gets a new name, so a year-long cache is safe.
     return sendPageFile(
       request,
-      reply.headers({ ...PAGE_HEADERS, 'cache-control': 'public, max-age=31536000, immutable' }),
+      reply.headers({ ...page.headers, 'cache-control': 'public, max-age=31536000, immutable' }),
       asset,
     );
   });
