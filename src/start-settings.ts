@@ -32,8 +32,11 @@ type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
  * Starts the service again with these settings, once: undefined when they are already in
  * place (MALLOC_ARENA_MAX set, by this function or by the operator, who then chooses them all) or
  * the system is not Linux. Node 22.15 and later replace this process (execve); Node 20 has no
- * execve, so this process stays as a small launcher that passes signals on, ends with the service's
- * exit code, and is watched by the service through an IPC channel, which ends with it.
+ * execve, so this process stays as a launcher that passes signals on, ends with the service's exit
+ * code, and is watched by the service through an IPC channel, which ends with it. It has loaded
+ * nothing but this module (main.ts imports the service only where it serves), so it holds what any
+ * Node process holds: about 7.5 MB of its own memory, the rest (43 MB resident) Node's binary and
+ * libraries, whose pages the service shares (docs/PERFORMANCE.md).
  */
 export function relaunchWithStartSettings(): Promise<never> | undefined {
   if (process.platform !== 'linux' || process.env.MALLOC_ARENA_MAX !== undefined) return undefined;
