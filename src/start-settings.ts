@@ -7,9 +7,10 @@ import { availableParallelism, constants } from 'node:os';
  * `node dist/main.js` in an image: fewer malloc arenas, freed blocks of 1 MiB and more given back
  * to the system at once, transparent huge pages for the heap, and a 2 MiB young generation instead
  * of 16 took the peak memory of the benchmark from 182 to 154 MB. V8's old generation may grow to
- * 1.5 times what its last full collection kept, instead of up to 4 times under load: with that
- * freedom its heap had reached 70 MB in some runs (peaks of 176–189 MB), and the bound cost no
- * measurable CPU per request. A thread pool of one thread per core instead of 4: Argon2, its main
+ * 1.25 times what its last full collection kept, instead of up to 4 times under load: with that
+ * freedom its heap had reached 70 MB in some runs (peaks of 176–189 MB); at 1.5 times it still
+ * grew from 38 MB live to 51–60 MB through a bench run, and 1.25 took the service's peak from 161 to
+ * 153 MB. Neither bound cost measurable CPU per request. A thread pool of one thread per core instead of 4: Argon2, its main
  * user, runs on as many threads as there are cores at most (crypto/passwords.ts), and on spare
  * threads the same hashes ran slower, 140–150 logins/s against 166–175 on two cores. Figures in
  * docs/PERFORMANCE.md. These variables are the C library's, libuv's and V8's, not the service's
@@ -24,7 +25,7 @@ export const START_ENV: Record<string, string> = {
   GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1',
   UV_THREADPOOL_SIZE: String(availableParallelism()),
 };
-export const V8_FLAGS = ['--max-semi-space-size=2', '--heap-growing-percent=50'];
+export const V8_FLAGS = ['--max-semi-space-size=2', '--heap-growing-percent=25'];
 
 type Execve = (file: string, args: string[], env: NodeJS.ProcessEnv) => never;
 
