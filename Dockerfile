@@ -50,4 +50,4 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
 # database and exits 0. It runs as PID 1 without an init: it handles SIGTERM and SIGINT itself.
 STOPSIGNAL SIGTERM
 # V8_FLAGS of src/start-settings.ts.
-CMD ["node", "--max-semi-space-size=2", "--heap-growing-percent=50", "dist/main.js"]
+CMD ["node", "--max-semi-space-size=2", "--heap-growing-percent=25", "dist/main.js"]

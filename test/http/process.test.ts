@@ -287,6 +287,25 @@ describe('the settings read only at process start', {
       assert.equal((await exitWithin(service, 10_000)).code, 0, service.stderr());
     }
   });
+
+  test('the launcher loads only the start settings: what dist/main.js imports before it relaunches is a few KB, the service is imported after', () => {
+    // On Node 20 the first process stays as the launcher: all it loaded stays in its memory
+    // (the whole bundle cost it 4 MB more: docs/PERFORMANCE.md). Static imports load first.
+    const loaded = new Set<string>();
+    const dist = join(SERVICE_MAIN, '..');
+    const visit = (file: string) => {
+      if (loaded.has(file)) return;
+      loaded.add(file);
+      const source = readFileSync(join(dist, file), 'utf8');
+      for (const [, imported] of source.matchAll(/^import\s+(?:[^'"]*?\s+from\s+)?"\.\/([^"]+)";?$/gm)) {
+        visit(imported as string);
+      }
+    };
+    visit('main.js');
+    const bytes = [...loaded].reduce((sum, file) => sum + statSync(join(dist, file)).size, 0);
+    assert.ok(bytes < 16_000, `dist/main.js loads ${bytes} bytes before it relaunches: ${[...loaded].join(', ')}`);
+    assert.match(readFileSync(SERVICE_MAIN, 'utf8'), /await import\("\.\/service-[\w-]+\.js"\)/);
+  });
 });
 
 describe('shutting down', { skip }, () => {
