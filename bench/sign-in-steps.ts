@@ -1,8 +1,9 @@
-// `npm run bench -- --sign-in-steps [--sqlite | --postgres] [--sign-ins=2000] [--against=other/dist/main.js] [--cpu-prof]`:
+// `npm run bench -- --sign-in-steps [--sqlite | --postgres] [--sign-ins=2000] [--against=other/dist/main.js] [--against-env=NAME=value] [--cpu-prof]`:
 // the hosted sign-in's CPU step by step beside the password grant's, around a cheap hash, one
 // sign-in at a time. Each sign-in is followed by one password grant for the same user, so both
 // see the same minute of this shared host; with --against, a second build runs beside the first
-// and the two take turns, so a change's before and after are measured in one run. --cpu-prof: each
+// and the two take turns, so a change's before and after are measured in one run (--against-env:
+// the second service gets that setting, on the same build unless --against names another). --cpu-prof: each
 // service writes a V8 CPU profile into bench/results/profiles/ when it stops.
 //
 // CPU is read from /proc/<pid>/task/*/schedstat (nanoseconds on the CPU, every thread of the
@@ -86,10 +87,11 @@ interface Service {
   close: () => Promise<void>;
 }
 
-/** Boots the build `main` on a fresh database with `count` users (the cheap hash) and one app. */
+/** Boots the build `main` (with `env` added to its environment) on a fresh database with `count` users (the cheap hash) and one app. */
 async function startService(
   label: string,
   main: string,
+  env: Record<string, string>,
   dialect: Dialect,
   count: number,
   monitor: pg.Client | undefined,
@@ -106,7 +108,7 @@ async function startService(
   const base = `http://127.0.0.1:${port}`;
   const child = await spawnServer(
     [...(profile ? ['--cpu-prof', '--cpu-prof-dir=bench/results/profiles'] : []), main],
-    serviceEnvironment({ port, databaseUrl, twilioUrl: twilio.url }),
+    serviceEnvironment({ port, databaseUrl, twilioUrl: twilio.url, extra: env }),
     `${base}/mfa/`,
   );
   const pid = processTree(child.pid ?? 0).at(-1) ?? 0;
@@ -287,17 +289,26 @@ export async function measureSignInSteps(argv: string): Promise<void> {
   const signIns = Number(/--sign-ins=(\d+)/.exec(argv)?.[1] ?? 2000);
   const warmUp = Math.min(200, signIns);
   const against = /--against=(\S+)/.exec(argv)?.[1];
-  const builds: [string, string][] = [
-    ['this', SERVICE_MAIN],
-    ...(against ? [['other', against] as [string, string]] : []),
+  // More of the second service's environment, to measure a setting: `--against-env=NAME=value`, repeatable.
+  const againstEnv = Object.fromEntries(
+    argv.split(' ').flatMap((arg) => {
+      const match = /^--against-env=([A-Za-z_][A-Za-z0-9_]*)=(.*)$/.exec(arg);
+      return match ? [[match[1], match[2]]] : [];
+    }),
+  );
+  const builds: [string, string, Record<string, string>][] = [
+    ['this', SERVICE_MAIN, {}],
+    ...(against || Object.keys(againstEnv).length > 0
+      ? [['other', against ?? SERVICE_MAIN, againstEnv] as [string, string, Record<string, string>]]
+      : []),
   ];
   // Other sessions' backends are not ours: only those whose application_name names a service of this run.
   const monitor = dialect === 'postgres' ? new pg.Client({ connectionString: POSTGRES_URL }) : undefined;
   await monitor?.connect();
   const services: Service[] = [];
   try {
-    for (const [label, main] of builds)
-      services.push(await startService(label, main, dialect, 50, monitor, argv.includes('--cpu-prof')));
+    for (const [label, main, env] of builds)
+      services.push(await startService(label, main, env, dialect, 50, monitor, argv.includes('--cpu-prof')));
     console.log(
       `${dialect}: ${warmUp} sign-ins to warm up, then ${signIns} measured, each followed by a password grant; ` +
         `load average ${loadAverage()}`,
