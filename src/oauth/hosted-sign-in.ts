@@ -241,7 +241,6 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionGeneration: user.sessionGeneration,
     };
-    await recordProof(signIn.interaction, proof);
     return advance({ ...signIn, user, proof }, browser, context);
   }
 
@@ -267,7 +266,6 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionGeneration: user.sessionGeneration,
     };
-    await recordProof(signIn.interaction, proof);
     return advance({ ...signIn, user, proof }, browser, context);
   }
 
@@ -294,7 +292,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     if (!('amr' in decision)) return secondFactorAnswer(signIn, decision.challenge);
     const amr = union(signIn.proof.amr, decision.amr);
     const proof = { ...signIn.proof, amr, acr: acrOf(amr) };
-    await recordProof(signIn.interaction, proof);
+    const answer = await advance({ ...signIn, proof }, browser, context);
     const days = signIn.client.rememberDeviceDays;
     const device =
       secondStep.rememberDevice && days > 0
@@ -311,7 +309,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const backupCodesLeft =
       decision.factorType === 'backup' ? await store.backupCodes.countUnusedBackupCodes(signIn.user.id) : undefined;
     return {
-      ...(await advance({ ...signIn, proof }, browser, context)),
+      ...answer,
       ...(device && { device }),
       ...(backupCodesLeft !== undefined && { backupCodesLeft }),
     };
@@ -361,7 +359,6 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     // Adding the factor ended the user's other logins (a new session generation): this one goes on.
     const amr = union(signIn.proof.amr, [factors[type].amr]);
     const proof = { ...signIn.proof, amr, acr: acrOf(amr), sessionGeneration: signIn.user.sessionGeneration };
-    await recordProof(signIn.interaction, proof);
     return advance({ ...signIn, proof }, browser, context);
   }
 
@@ -384,10 +381,14 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
   type Loaded = Awaited<ReturnType<typeof load>>;
   type WithUser = Loaded & { user: StoredUser; proof: SignInProof };
 
-  /** The next step's answer, or the redirect when nothing is missing. */
+  /**
+   * Records what the sign-in has proved, and answers the next step, or the redirect when nothing is
+   * missing (the proof and the finish then written in one statement).
+   */
   async function advance(signIn: WithUser, browser: Browser, context: RequestContext): Promise<SignInAnswer> {
     const step = nextStep(signIn.proof, signIn.user, signIn.request, signIn.client);
     if (step.step === 'done') return finish(signIn, browser, context);
+    await recordProof(signIn.interaction, signIn.proof);
     return answerFor(signIn, step, context);
   }
 
@@ -436,7 +437,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
 
   /** The sign-in is complete: once, a sign-in session for the browser, a code, and the way back. */
   async function finish(signIn: WithUser, browser: Browser, context: RequestContext): Promise<Redirect> {
-    if (!(await store.interactions.finishInteraction(signIn.interaction.id, clock.now()))) throw expired();
+    await recordProof(signIn.interaction, signIn.proof, clock.now());
     const current = await signInSessions.findLive(browser.sessionSecret);
     const { proof } = signIn;
     let sessionId: string;
@@ -573,8 +574,9 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     return { ...signIn, user: signIn.user, proof: signIn.proof };
   }
 
-  async function recordProof(interaction: Interaction, proof: SignInProof): Promise<void> {
-    if (!(await store.interactions.recordInteractionProof(interaction.id, proof))) throw expired();
+  /** Records the proof (and the finish, at `finishedAt`); throws `sign_in_expired` when another request finished it first. */
+  async function recordProof(interaction: Interaction, proof: SignInProof, finishedAt?: Date): Promise<void> {
+    if (!(await store.interactions.recordInteractionProof(interaction.id, proof, finishedAt))) throw expired();
   }
 
   function csrfTokenOf(id: string, browserSecret: string): string {
