@@ -210,7 +210,14 @@ async function signInThenGrant(service: Service, username: string, counted: bool
     if (response.status !== 200) throw new Error(`the page answered ${response.status}`);
   });
   const api = `${base}/mfa/oauth2/sign-in/${id}/`;
-  const { csrf_token: csrfToken } = await step('state', () => json(api, { headers: { cookie } }));
+  // As the page does: the description the authorization endpoint handed over in a cookie, when it
+  // did (deleted once read), else the sign-in's state from the API.
+  const handedOver = /(?:^|; )mfa-sign-in=([^;]*)/.exec(cookie)?.[1];
+  cookie = cookie.replace(/(?:^|; )mfa-sign-in=[^;]*/, '').replace(/^; /, '');
+  const { csrf_token: csrfToken } = await step('state', async () => {
+    const text = handedOver === undefined ? '' : decodeURIComponent(handedOver);
+    return text.startsWith(`${id}.`) ? JSON.parse(text.slice(id.length + 1)) : json(api, { headers: { cookie } });
+  });
   const { location: back } = await step('password', () =>
     json(`${api}password`, {
       method: 'POST',

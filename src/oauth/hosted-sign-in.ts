@@ -3,6 +3,7 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash, randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import type { Language } from '../i18n/languages.js';
 import { pickLanguage, preferredLanguages, requestedLanguage } from '../i18n/messages.js';
 import type { NewDevice, RememberedDevices } from '../logins/remembered-devices.js';
 import type { SignInSession, SignInSessions } from '../logins/sign-in-sessions.js';
@@ -69,7 +70,18 @@ export type SignInAnswer =
 export type AuthorizeOutcome =
   | { page: AuthorizeRefusal & { shownTo: 'browser' } }
   | Redirect
-  | { signIn: { interactionId: string; browserSecret?: string } };
+  | { signIn: { interactionId: string; browserSecret?: string; description: SignInDescription } };
+
+/** What the hosted page shows when it opens (see `describe`). */
+export interface SignInDescription {
+  serviceName: string;
+  clientName: string;
+  csrfToken: string;
+  loginHint?: string;
+  uiLocales?: string;
+  language: Language;
+  answer: SignInAnswer;
+}
 
 export interface HostedSignInDeps {
   store: Store;
@@ -166,7 +178,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const browserSecret = browser.browserSecret ?? randomToken(32);
     const id = randomUUID();
     const now = clock.now();
-    await store.interactions.insertInteraction({
+    const interaction: Interaction = {
       id,
       browserHash: sha256(browserSecret),
       csrfHash: sha256(csrfTokenOf(id, browserSecret)),
@@ -176,8 +188,21 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       createdAt: now,
       expiresAt: new Date(now.getTime() + INTERACTION_TTL_MS),
       ...(proof && session && { ...proof, signInSessionId: session.id }),
-    });
-    return { signIn: { interactionId: id, browserSecret: browser.browserSecret ? undefined : browserSecret } };
+    };
+    await store.interactions.insertInteraction(interaction);
+    // The page's description goes with the redirect to it, so that the page need not ask for it.
+    const description = await describeLoaded(
+      { interaction, client, request, user: proof && user, proof },
+      { ...browser, browserSecret },
+      context,
+    );
+    return {
+      signIn: {
+        interactionId: id,
+        browserSecret: browser.browserSecret ? undefined : browserSecret,
+        description,
+      },
+    };
   }
 
   /** The session, unless the request asks for a new sign-in (prompt=login) or a fresher one (max_age). */
@@ -198,8 +223,19 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
    * Accept-Language of `context`. Never a login_hint's user's: whether a name has a stored
    * language would tell anyone that the account exists.
    */
-  async function describe(id: string, browser: Browser, context: Pick<RequestContext, 'acceptLanguage'>) {
-    const signIn = await load(id, browser);
+  async function describe(
+    id: string,
+    browser: Browser,
+    context: Pick<RequestContext, 'acceptLanguage'>,
+  ): Promise<SignInDescription> {
+    return describeLoaded(await load(id, browser), browser, context);
+  }
+
+  async function describeLoaded(
+    signIn: Loaded,
+    browser: Browser,
+    context: Pick<RequestContext, 'acceptLanguage'>,
+  ): Promise<SignInDescription> {
     const step =
       signIn.proof && signIn.user ? nextStep(signIn.proof, signIn.user, signIn.request, signIn.client) : undefined;
     // ui_locales comes first: who the browser is, and their stored language, are read only when it names none shipped.
@@ -211,7 +247,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     return {
       serviceName: deps.serviceName,
       clientName: signIn.client.name,
-      csrfToken: csrfTokenOf(id, browser.browserSecret ?? ''),
+      csrfToken: csrfTokenOf(signIn.interaction.id, browser.browserSecret ?? ''),
       loginHint: signIn.request.loginHint,
       uiLocales: signIn.request.uiLocales,
       language: requestedLanguage(signIn.request.uiLocales) ?? (await storedLanguage()),
