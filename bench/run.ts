@@ -3,6 +3,7 @@
 // interleaved) and reported as medians. `npm run bench -- --scale …`: cost against the data's
 // size (bench/scale.ts). `npm run bench -- --page`: the hosted sign-in's first load alone (bench/page-load.ts).
 // `npm run bench -- --tracing-ab`: (a) and (f) with tracing's code against a build without it (bench/tracing-ab.ts).
+// `npm run bench -- --sign-in-steps`: the hosted sign-in's CPU step by step beside the grant's (bench/sign-in-steps.ts).
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,6 @@ import { join } from 'node:path';
 import { hash as argon2Hash, verify as argon2Verify } from '@node-rs/argon2';
 import type autocannon from 'autocannon';
 import { passwordHashParameters } from '../src/crypto/passwords.js';
-import { openDatabase } from '../src/store/database.js';
 import { startFakeTwilio } from '../test/support/fake-twilio.js';
 import { freePort, SERVICE_MAIN } from '../test/support/node-process.js';
 import { createTestSchema, POSTGRES_URL } from '../test/support/postgres.js';
@@ -35,6 +35,7 @@ import {
   stopped,
 } from './measure.js';
 import { describePageLoads, measureHostedSignInLoads, type PageLoadFigures } from './page-load.js';
+import { CALLBACK, CHEAP_HASH, measureSignInSteps, setEveryPasswordHash } from './sign-in-steps.js';
 
 // libuv sizes its thread pool once, before this module runs; (e) hashes one per core at a time,
 // so with more cores than libuv's default 4 threads the bench starts itself again with more.
@@ -102,21 +103,6 @@ async function rawArgon2(): Promise<number> {
 /** autocannon for `durationSeconds`, charged the CPU it cost. */
 function cannonFor(pid: number, options: autocannon.Options, expect: Parameters<typeof cannon>[2] = {}) {
   return cannon(pid, { duration: durationSeconds, ...options }, expect);
-}
-
-/** Argon2id at its cheapest: a stored hash made with it costs microseconds to verify. */
-const CHEAP_HASH = { memoryCost: 8, timeCost: 1, parallelism: 1 };
-/** The app's redirect URI: never called, the bench reads the code from the redirect. */
-const CALLBACK = 'https://app.example.com/callback';
-
-/** Gives every user the stored hash `passwordHash`, through a connection of the bench's own. */
-async function setEveryPasswordHash(databaseUrl: string, passwordHash: string): Promise<void> {
-  const { db } = await openDatabase(databaseUrl);
-  try {
-    await db.updateTable('user').set({ password_hash: passwordHash }).execute();
-  } finally {
-    await db.destroy();
-  }
 }
 
 /**
@@ -783,4 +769,5 @@ async function main() {
 if (argv.includes('--scale')) await import('./scale.js');
 else if (argv.includes('--page')) await pageLoadsOnly();
 else if (argv.includes('--tracing-ab')) await import('./tracing-ab.js');
+else if (argv.includes('--sign-in-steps')) await measureSignInSteps(argv);
 else await main();

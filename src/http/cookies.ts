@@ -10,7 +10,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export function createCookies(issuer: string) {
   const isSecure = issuer.startsWith('https:');
   const name = (base: string) => (isSecure ? `__Host-${base}` : base);
-  const names = { browser: name('mfa-browser'), session: name('mfa-session'), device: name('mfa-device') } as const;
+  const names = {
+    browser: name('mfa-browser'),
+    session: name('mfa-session'),
+    device: name('mfa-device'),
+    description: name('mfa-sign-in'),
+  } as const;
   const flags = { httpOnly: true, sameSite: 'lax', path: '/', secure: isSecure } as const;
 
   return {
@@ -37,6 +42,19 @@ export function createCookies(issuer: string) {
     /** A remembered device's token, until the device's own end. */
     setDevice(reply: FastifyReply, secret: string, expiresAt: Date): void {
       reply.setCookie(names.device, secret, { ...flags, expires: expiresAt });
+    },
+    /**
+     * A sign-in's description (`<interaction id>.<the JSON GET …/sign-in/{id}/ answers>`), handed
+     * to the page with the redirect to it, so that the page need not ask for it: the one cookie the
+     * page's script reads (not HttpOnly: it holds nothing that GET does not give the same page),
+     * for a minute; the page deletes it once read.
+     */
+    setSignInDescription(reply: FastifyReply, interactionId: string, description: object): void {
+      reply.setCookie(names.description, `${interactionId}.${JSON.stringify(description)}`, {
+        ...flags,
+        httpOnly: false,
+        maxAge: 60,
+      });
     },
     clearSession(reply: FastifyReply): void {
       reply.clearCookie(names.session, flags);

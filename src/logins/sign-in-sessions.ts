@@ -69,10 +69,14 @@ export function createSignInSessions({
       lastUsedAt: now,
       expiresAt: new Date(now.getTime() + settings.ttlSeconds * 1000),
     };
-    await store.transaction(async (tx) => {
-      if (replaces) await tx.signInSessions.endSignInSession(replaces.id, now);
-      await tx.signInSessions.insertSignInSession({ ...session, secretHash: sha256(secret) });
-    });
+    const stored = { ...session, secretHash: sha256(secret) };
+    if (!replaces) await store.signInSessions.insertSignInSession(stored);
+    else {
+      await store.transaction(async (tx) => {
+        await tx.signInSessions.endSignInSession(replaces.id, now);
+        await tx.signInSessions.insertSignInSession(stored);
+      });
+    }
     return { session, secret };
   }
 

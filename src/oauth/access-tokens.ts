@@ -1,11 +1,11 @@
 import { verify as cryptoVerify, KeyObject, randomUUID, type webcrypto } from 'node:crypto';
-import { errors, jwtVerify, SignJWT } from 'jose';
+import { errors, jwtVerify } from 'jose';
 import type { Clock } from '../clock.js';
 import { ServiceError } from '../errors.js';
 import { ACR_VALUES, type Acr } from '../logins/step-up.js';
 import type { Factor } from '../store/mfa-factors.js';
 import type { Store } from '../store/store.js';
-import { SIGNING_ALG, type SigningKeys } from './signing-keys.js';
+import { SIGNING_ALG, type SigningKeys, signJwt } from './signing-keys.js';
 
 /** The login an access token stands for. */
 export interface AccessGrant {
@@ -45,23 +45,20 @@ export function createAccessTokens({ store, keys, clock, issuer, ttlSeconds }: A
 
   async function issueAccessToken(grant: AccessGrant): Promise<{ token: string; expiresInSeconds: number }> {
     const issuedAt = Math.floor(clock.now().getTime() / 1000);
-    const signingKey = await keys.activeKey();
-    const token = await new SignJWT({
+    const token = signJwt(await keys.activeKey(), 'at+jwt', {
+      iss: issuer,
+      aud: issuer,
+      sub: grant.userId,
+      jti: randomUUID(),
+      iat: issuedAt,
+      exp: issuedAt + ttlSeconds,
       client_id: grant.clientId,
       scope: grant.scope,
       amr: grant.amr,
       acr: grant.acr,
       auth_time: grant.authTime,
       sid: grant.sessionId,
-    })
-      .setProtectedHeader({ alg: SIGNING_ALG, typ: 'at+jwt', kid: signingKey.kid })
-      .setIssuer(issuer)
-      .setAudience(issuer)
-      .setSubject(grant.userId)
-      .setJti(randomUUID())
-      .setIssuedAt(issuedAt)
-      .setExpirationTime(issuedAt + ttlSeconds)
-      .sign(signingKey.privateKey);
+    });
     return { token, expiresInSeconds: ttlSeconds };
   }
 

@@ -3,6 +3,7 @@ import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import type { Clock } from '../clock.js';
 import { keyedHash, randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 import { ServiceError } from '../errors.js';
+import type { Language } from '../i18n/languages.js';
 import { pickLanguage, preferredLanguages, requestedLanguage } from '../i18n/messages.js';
 import type { NewDevice, RememberedDevices } from '../logins/remembered-devices.js';
 import type { SignInSession, SignInSessions } from '../logins/sign-in-sessions.js';
@@ -69,7 +70,18 @@ export type SignInAnswer =
 export type AuthorizeOutcome =
   | { page: AuthorizeRefusal & { shownTo: 'browser' } }
   | Redirect
-  | { signIn: { interactionId: string; browserSecret?: string } };
+  | { signIn: { interactionId: string; browserSecret?: string; description: SignInDescription } };
+
+/** What the hosted page shows when it opens (see `describe`). */
+export interface SignInDescription {
+  serviceName: string;
+  clientName: string;
+  csrfToken: string;
+  loginHint?: string;
+  uiLocales?: string;
+  language: Language;
+  answer: SignInAnswer;
+}
 
 export interface HostedSignInDeps {
   store: Store;
@@ -166,7 +178,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const browserSecret = browser.browserSecret ?? randomToken(32);
     const id = randomUUID();
     const now = clock.now();
-    await store.interactions.insertInteraction({
+    const interaction: Interaction = {
       id,
       browserHash: sha256(browserSecret),
       csrfHash: sha256(csrfTokenOf(id, browserSecret)),
@@ -176,8 +188,21 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       createdAt: now,
       expiresAt: new Date(now.getTime() + INTERACTION_TTL_MS),
       ...(proof && session && { ...proof, signInSessionId: session.id }),
-    });
-    return { signIn: { interactionId: id, browserSecret: browser.browserSecret ? undefined : browserSecret } };
+    };
+    await store.interactions.insertInteraction(interaction);
+    // The page's description goes with the redirect to it, so that the page need not ask for it.
+    const description = await describeLoaded(
+      { interaction, client, request, user: proof && user, proof },
+      { ...browser, browserSecret },
+      context,
+    );
+    return {
+      signIn: {
+        interactionId: id,
+        browserSecret: browser.browserSecret ? undefined : browserSecret,
+        description,
+      },
+    };
   }
 
   /** The session, unless the request asks for a new sign-in (prompt=login) or a fresher one (max_age). */
@@ -198,8 +223,19 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
    * Accept-Language of `context`. Never a login_hint's user's: whether a name has a stored
    * language would tell anyone that the account exists.
    */
-  async function describe(id: string, browser: Browser, context: Pick<RequestContext, 'acceptLanguage'>) {
-    const signIn = await load(id, browser);
+  async function describe(
+    id: string,
+    browser: Browser,
+    context: Pick<RequestContext, 'acceptLanguage'>,
+  ): Promise<SignInDescription> {
+    return describeLoaded(await load(id, browser), browser, context);
+  }
+
+  async function describeLoaded(
+    signIn: Loaded,
+    browser: Browser,
+    context: Pick<RequestContext, 'acceptLanguage'>,
+  ): Promise<SignInDescription> {
     const step =
       signIn.proof && signIn.user ? nextStep(signIn.proof, signIn.user, signIn.request, signIn.client) : undefined;
     // ui_locales comes first: who the browser is, and their stored language, are read only when it names none shipped.
@@ -211,7 +247,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     return {
       serviceName: deps.serviceName,
       clientName: signIn.client.name,
-      csrfToken: csrfTokenOf(id, browser.browserSecret ?? ''),
+      csrfToken: csrfTokenOf(signIn.interaction.id, browser.browserSecret ?? ''),
       loginHint: signIn.request.loginHint,
       uiLocales: signIn.request.uiLocales,
       language: requestedLanguage(signIn.request.uiLocales) ?? (await storedLanguage()),
@@ -241,7 +277,6 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionGeneration: user.sessionGeneration,
     };
-    await recordProof(signIn.interaction, proof);
     return advance({ ...signIn, user, proof }, browser, context);
   }
 
@@ -267,7 +302,6 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
       authTime: Math.floor(clock.now().getTime() / 1000),
       sessionGeneration: user.sessionGeneration,
     };
-    await recordProof(signIn.interaction, proof);
     return advance({ ...signIn, user, proof }, browser, context);
   }
 
@@ -294,7 +328,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     if (!('amr' in decision)) return secondFactorAnswer(signIn, decision.challenge);
     const amr = union(signIn.proof.amr, decision.amr);
     const proof = { ...signIn.proof, amr, acr: acrOf(amr) };
-    await recordProof(signIn.interaction, proof);
+    const answer = await advance({ ...signIn, proof }, browser, context);
     const days = signIn.client.rememberDeviceDays;
     const device =
       secondStep.rememberDevice && days > 0
@@ -311,7 +345,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     const backupCodesLeft =
       decision.factorType === 'backup' ? await store.backupCodes.countUnusedBackupCodes(signIn.user.id) : undefined;
     return {
-      ...(await advance({ ...signIn, proof }, browser, context)),
+      ...answer,
       ...(device && { device }),
       ...(backupCodesLeft !== undefined && { backupCodesLeft }),
     };
@@ -361,7 +395,6 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     // Adding the factor ended the user's other logins (a new session generation): this one goes on.
     const amr = union(signIn.proof.amr, [factors[type].amr]);
     const proof = { ...signIn.proof, amr, acr: acrOf(amr), sessionGeneration: signIn.user.sessionGeneration };
-    await recordProof(signIn.interaction, proof);
     return advance({ ...signIn, proof }, browser, context);
   }
 
@@ -384,10 +417,14 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
   type Loaded = Awaited<ReturnType<typeof load>>;
   type WithUser = Loaded & { user: StoredUser; proof: SignInProof };
 
-  /** The next step's answer, or the redirect when nothing is missing. */
+  /**
+   * Records what the sign-in has proved, and answers the next step, or the redirect when nothing is
+   * missing (the proof and the finish then written in one statement).
+   */
   async function advance(signIn: WithUser, browser: Browser, context: RequestContext): Promise<SignInAnswer> {
     const step = nextStep(signIn.proof, signIn.user, signIn.request, signIn.client);
     if (step.step === 'done') return finish(signIn, browser, context);
+    await recordProof(signIn.interaction, signIn.proof);
     return answerFor(signIn, step, context);
   }
 
@@ -436,7 +473,7 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
 
   /** The sign-in is complete: once, a sign-in session for the browser, a code, and the way back. */
   async function finish(signIn: WithUser, browser: Browser, context: RequestContext): Promise<Redirect> {
-    if (!(await store.interactions.finishInteraction(signIn.interaction.id, clock.now()))) throw expired();
+    await recordProof(signIn.interaction, signIn.proof, clock.now());
     const current = await signInSessions.findLive(browser.sessionSecret);
     const { proof } = signIn;
     let sessionId: string;
@@ -573,8 +610,9 @@ export function createHostedSignIn(deps: HostedSignInDeps) {
     return { ...signIn, user: signIn.user, proof: signIn.proof };
   }
 
-  async function recordProof(interaction: Interaction, proof: SignInProof): Promise<void> {
-    if (!(await store.interactions.recordInteractionProof(interaction.id, proof))) throw expired();
+  /** Records the proof (and the finish, at `finishedAt`); throws `sign_in_expired` when another request finished it first. */
+  async function recordProof(interaction: Interaction, proof: SignInProof, finishedAt?: Date): Promise<void> {
+    if (!(await store.interactions.recordInteractionProof(interaction.id, proof, finishedAt))) throw expired();
   }
 
   function csrfTokenOf(id: string, browserSecret: string): string {

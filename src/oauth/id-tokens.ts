@@ -1,7 +1,7 @@
-import { decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
+import { decodeProtectedHeader, jwtVerify } from 'jose';
 import type { Clock } from '../clock.js';
 import type { Acr } from '../logins/step-up.js';
-import { ID_TOKEN_ALGS, type IdTokenAlg, type SigningKeys } from './signing-keys.js';
+import { ID_TOKEN_ALGS, type IdTokenAlg, type SigningKeys, signJwt } from './signing-keys.js';
 
 /** What an ID token says of a sign-in (OpenID Connect Core §2). */
 export interface IdTokenClaims {
@@ -29,21 +29,18 @@ export function createIdTokens({
 }) {
   async function issueIdToken(claims: IdTokenClaims, alg: IdTokenAlg): Promise<string> {
     const issuedAt = Math.floor(clock.now().getTime() / 1000);
-    const key = await keys.activeKey(alg);
-    return new SignJWT({
+    return signJwt(await keys.activeKey(alg), 'JWT', {
+      iss: issuer,
+      sub: claims.userId,
+      aud: claims.clientId,
+      iat: issuedAt,
+      exp: issuedAt + ttlSeconds,
       auth_time: claims.authTime,
       ...(claims.nonce !== undefined && { nonce: claims.nonce }),
       acr: claims.acr,
       amr: [...claims.amr],
       sid: claims.signInSessionId,
-    })
-      .setProtectedHeader({ alg: key.alg, typ: 'JWT', kid: key.kid })
-      .setIssuer(issuer)
-      .setSubject(claims.userId)
-      .setAudience(claims.clientId)
-      .setIssuedAt(issuedAt)
-      .setExpirationTime(issuedAt + ttlSeconds)
-      .sign(key.privateKey);
+    });
   }
 
   /**

@@ -1,3 +1,4 @@
+import { createPrivateKey, type KeyObject, sign } from 'node:crypto';
 import {
   calculateJwkThumbprint,
   exportJWK,
@@ -42,7 +43,27 @@ type Key = Awaited<ReturnType<typeof importJWK>>;
 export interface ActiveKey {
   kid: string;
   alg: IdTokenAlg;
-  privateKey: Key;
+  privateKey: KeyObject;
+}
+
+/** How node:crypto signs for each algorithm: its digest (none for EdDSA), and JWS's raw r‖s for ECDSA (RFC 7518 §3.4). */
+const SIGN_OPTIONS: Record<IdTokenAlg, { digest: string | null; dsaEncoding?: 'ieee-p1363' }> = {
+  RS256: { digest: 'sha256' },
+  ES256: { digest: 'sha256', dsaEncoding: 'ieee-p1363' },
+  EdDSA: { digest: null },
+};
+
+/**
+ * A compact JWS (RFC 7515 §7.1) of `claims` signed with `key`, whose header names its alg, `typ`
+ * and kid. Signed by node:crypto in this thread: jose signs through WebCrypto, whose argument
+ * checks and thread-pool round trip cost three times an Ed25519 signature (docs/PERFORMANCE.md).
+ */
+export function signJwt(key: ActiveKey, typ: string, claims: Record<string, unknown>): string {
+  const header = Buffer.from(JSON.stringify({ alg: key.alg, typ, kid: key.kid })).toString('base64url');
+  const signingInput = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}`;
+  const { digest, dsaEncoding } = SIGN_OPTIONS[key.alg];
+  const signature = sign(digest, Buffer.from(signingInput), { key: key.privateKey, dsaEncoding });
+  return `${signingInput}.${signature.toString('base64url')}`;
 }
 
 export interface SigningKeysDeps {
@@ -85,7 +106,12 @@ export async function createSigningKeys({ store, clock, secretKey, accessTokenTt
       return known;
     }
     const privateJwk = JSON.parse(openPrivateKey(newest.privateJwk, sealingKey)) as JWK;
-    const fresh = { kid: newest.kid, alg, privateKey: await importJWK(privateJwk, alg), checkedAt: now };
+    const fresh = {
+      kid: newest.kid,
+      alg,
+      privateKey: createPrivateKey({ key: privateJwk, format: 'jwk' }),
+      checkedAt: now,
+    };
     activeKeys.set(alg, fresh);
     return fresh;
   }

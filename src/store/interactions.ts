@@ -91,13 +91,15 @@ export async function findLiveInteraction(db: Executor, id: string, now: Date): 
 }
 
 /**
- * Records what the sign-in proved so far. The user, once named, is never replaced by another:
- * false when the interaction was finished meanwhile or names someone else.
+ * Records what the sign-in proved so far, and with `finishedAt` finishes it, once. The user, once
+ * named, is never replaced by another: false when the interaction was finished meanwhile or names
+ * someone else.
  */
 export async function recordInteractionProof(
   db: Executor,
   id: string,
   proof: { userId: string; authTime: number; amr: string[]; acr: Acr; sessionGeneration: number },
+  finishedAt?: Date,
 ): Promise<boolean> {
   const row = await db
     .updateTable('authorization_interaction')
@@ -107,6 +109,7 @@ export async function recordInteractionProof(
       amr: JSON.stringify(proof.amr),
       acr: proof.acr,
       session_generation: proof.sessionGeneration,
+      ...(finishedAt && { finished_at: finishedAt.toISOString() }),
     })
     .where('id', '=', id)
     .where('finished_at', 'is', null)

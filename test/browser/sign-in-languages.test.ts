@@ -61,13 +61,18 @@ async function userWithSmsAndBackupCodes(username: string) {
 
 /** The app sends `page` to sign in (openid-client builds the request); answers what lands back at the app. */
 async function startAt(page: Page, extra: Record<string, string> = {}, app = config) {
-  const description = page.waitForResponse(
-    (response) => response.request().method() === 'GET' && /\/mfa\/oauth2\/sign-in\/[^/]+\/$/.test(response.url()),
-  );
+  // The authorization endpoint hands the page its description in a cookie with the redirect to it.
+  const description = page.waitForResponse((response) => new URL(response.url()).pathname === '/mfa/oauth2/authorize/');
   const signIn = await acme.sendToSignIn(page, app, { scope: 'openid', prompt: 'login', ...extra });
   return {
     /** The sign-in's description, as the page read it. */
-    description: description.then((response) => response.json() as Promise<Record<string, unknown>>),
+    description: description.then(async (response) => {
+      const cookie = (await response.headerValue('set-cookie'))
+        ?.split('\n')
+        .find((line) => line.startsWith('mfa-sign-in='));
+      const value = decodeURIComponent(cookie?.slice('mfa-sign-in='.length).split(';')[0] ?? '');
+      return JSON.parse(value.slice(value.indexOf('.') + 1)) as Record<string, unknown>;
+    }),
     back: signIn.back,
   };
 }

@@ -397,6 +397,33 @@ describe('the cookies', () => {
     );
   });
 
+  test('the redirect to the page hands it its description: a cookie of a minute the page’s script reads, holding what GET …/sign-in/{id}/ answers', async () => {
+    const browser = new SignInBrowser(issuer);
+    const opened = await browser.request(
+      (await authorizationRequest(config, { login_hint: 'hint-name', ui_locales: 'de' })).url,
+    );
+    assert.equal(opened.status, 303);
+    const id = new URL(opened.headers.get('location') ?? '').searchParams.get('id') ?? '';
+    const handed = cookieOf(opened, 'mfa-sign-in');
+    assert.ok(!handed.includes('httponly'), 'the page’s script reads it');
+    for (const flag of ['samesite=lax', 'path=/', 'max-age=60']) assert.ok(handed.includes(flag), handed.join('; '));
+    const header = opened.headers.getSetCookie().find((cookie) => cookie.startsWith('mfa-sign-in=')) ?? '';
+    const value = decodeURIComponent(header.slice('mfa-sign-in='.length).split(';')[0] ?? '');
+    assert.ok(value.startsWith(`${id}.`), value);
+    const described = JSON.parse(value.slice(id.length + 1));
+    const signIn = new SignInApi(browser, id);
+    assert.deepEqual(described, await signIn.open());
+    assert.equal(described.step, 'password');
+    assert.equal(described.login_hint, 'hint-name');
+    assert.equal(described.language, 'de');
+    // The token it holds is the one the steps take.
+    signIn.csrfToken = described.csrf_token;
+    const username = nextName('handed');
+    await service.createUser(username, PASSWORD);
+    const finished = await signIn.password(username, PASSWORD);
+    assert.ok(finished.location, JSON.stringify(finished));
+  });
+
   test('on an https issuer: Secure, with the __Host- prefix, HttpOnly, SameSite=Lax, Path=/', async () => {
     const secureIssuer = 'https://idp.example.com';
     const secure = await startService({ env: { ISSUER: secureIssuer } });
@@ -425,6 +452,8 @@ describe('the cookies', () => {
       const opened = await browser.request(url);
       assert.equal(opened.status, 303);
       const binding = cookieOf(opened, '__Host-mfa-browser');
+      const handed = cookieOf(opened, '__Host-mfa-sign-in');
+      for (const flag of ['secure', 'samesite=lax', 'path=/']) assert.ok(handed.includes(flag), handed.join('; '));
       const signIn = await browser.startSignIn(url);
       const finished = await signIn.send('POST', 'password', { username, password: PASSWORD });
       assert.equal(finished.status, 200);

@@ -49,7 +49,7 @@ export class SignInBrowser {
     if (location.origin === this.origin && location.pathname === '/sign-in/') {
       const id = location.searchParams.get('id') ?? '';
       const signIn = new SignInApi(this, id);
-      await signIn.open();
+      if (!signIn.takeHandedOver()) await signIn.open();
       return { signIn };
     }
     return { back: location };
@@ -66,7 +66,7 @@ export class SignInBrowser {
 /** One sign-in in progress, through the API the page calls. */
 export class SignInApi {
   csrfToken = '';
-  /** The state the sign-in opened in (GET). */
+  /** The state the sign-in opened in (handed over, or GET). */
   opened: any;
 
   constructor(
@@ -76,6 +76,20 @@ export class SignInApi {
 
   private url(path: string): string {
     return `${this.browser.origin}/mfa/oauth2/sign-in/${this.id}/${path}`;
+  }
+
+  /**
+   * As the page does: the description the authorization endpoint handed over with its redirect (a
+   * cookie holding `<id>.<JSON>`), when it is this sign-in's, read and deleted; false when none.
+   */
+  takeHandedOver(): boolean {
+    const name = [...this.browser.cookies.keys()].find((cookie) => cookie.endsWith('mfa-sign-in')) ?? '';
+    const value = decodeURIComponent(this.browser.cookies.get(name) ?? '');
+    if (!value.startsWith(`${this.id}.`)) return false;
+    this.browser.cookies.delete(name);
+    this.opened = JSON.parse(value.slice(this.id.length + 1));
+    this.csrfToken = this.opened.csrf_token;
+    return true;
   }
 
   async open(): Promise<any> {

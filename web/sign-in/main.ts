@@ -221,10 +221,29 @@ async function showInLanguage(description?: Description) {
   await useLanguage(description ? [description.language] : navigator.languages);
 }
 
+/**
+ * The description the authorization endpoint handed over with its redirect here (a cookie holding
+ * `<id>.<JSON>`, the answer of GET <apiBase>), when it is this sign-in's: read once and deleted,
+ * so a reload asks the API.
+ */
+function handedOver(): Description | undefined {
+  const secure = location.protocol === 'https:';
+  const name = secure ? '__Host-mfa-sign-in' : 'mfa-sign-in';
+  const value = document.cookie
+    .split('; ')
+    .find((cookie) => cookie.startsWith(`${name}=`))
+    ?.slice(name.length + 1);
+  const text = value === undefined ? '' : decodeURIComponent(value);
+  if (!text.startsWith(`${id}.`)) return undefined;
+  // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is not in every browser the page serves.
+  document.cookie = `${name}=; Max-Age=0; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;
+  return JSON.parse(text.slice(id.length + 1)) as Description;
+}
+
 async function open() {
   let description: Description;
   try {
-    description = await send<Description>('GET', '');
+    description = handedOver() ?? (await send<Description>('GET', ''));
   } catch (error) {
     await showInLanguage();
     if (error instanceof ApiError && error.code === 'sign_in_expired') showExpired();

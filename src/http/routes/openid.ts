@@ -14,7 +14,7 @@ import type { WebauthnFactor } from '../../mfa/factors/webauthn.js';
 import type { AccessTokens } from '../../oauth/access-tokens.js';
 import type { AuthorizationParams } from '../../oauth/authorize/checks.js';
 import type { Clients } from '../../oauth/clients.js';
-import type { HostedSignIn, Redirect, SignInAnswer } from '../../oauth/hosted-sign-in.js';
+import type { HostedSignIn, Redirect, SignInAnswer, SignInDescription } from '../../oauth/hosted-sign-in.js';
 import type { IdTokens } from '../../oauth/id-tokens.js';
 import type { Store } from '../../store/store.js';
 import type { App, RequestGuard } from '../app-types.js';
@@ -25,7 +25,7 @@ import {
   ErrorBody,
   MfaStatus,
   SignInAnswer as SignInAnswerBody,
-  SignInDescription,
+  SignInDescription as SignInDescriptionBody,
   SignInIdParams,
   SignInPasskeyBody,
   SignInPasswordBody,
@@ -91,6 +91,11 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     }
     if ('signIn' in outcome) {
       if (outcome.signIn.browserSecret) cookies.setBrowser(reply, outcome.signIn.browserSecret);
+      cookies.setSignInDescription(
+        reply,
+        outcome.signIn.interactionId,
+        descriptionBody(reply, outcome.signIn.description),
+      );
       const page = new URL(issuer + SIGN_IN_PAGE_PATH);
       page.searchParams.set('id', outcome.signIn.interactionId);
       return reply.redirect(page.toString(), 303);
@@ -145,6 +150,19 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
     };
   }
 
+  /** A sign-in's description, as GET …/sign-in/{id}/ answers it and the authorization endpoint hands it over. */
+  function descriptionBody(reply: FastifyReply, described: SignInDescription) {
+    return {
+      ...answer(reply, described.answer),
+      service_name: described.serviceName,
+      client_name: described.clientName,
+      csrf_token: described.csrfToken,
+      ...(described.loginHint === undefined ? {} : { login_hint: described.loginHint }),
+      ...(described.uiLocales === undefined ? {} : { ui_locales: described.uiLocales }),
+      language: described.language,
+    };
+  }
+
   /**
    * The sign-in goes on once a factor was added; the first factor also brings the first backup
    * codes, which the page shows before going back to the app (issue 29).
@@ -164,19 +182,9 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
 
   app.get(
     `${SIGN_IN_API}/`,
-    { schema: { params: SignInIdParams, response: { 200: SignInDescription, ...errors } } },
-    async (request, reply) => {
-      const described = await signIn.describe(request.params.id, cookies.read(request), contextOf(request));
-      return {
-        ...answer(reply, described.answer),
-        service_name: described.serviceName,
-        client_name: described.clientName,
-        csrf_token: described.csrfToken,
-        ...(described.loginHint === undefined ? {} : { login_hint: described.loginHint }),
-        ...(described.uiLocales === undefined ? {} : { ui_locales: described.uiLocales }),
-        language: described.language,
-      };
-    },
+    { schema: { params: SignInIdParams, response: { 200: SignInDescriptionBody, ...errors } } },
+    async (request, reply) =>
+      descriptionBody(reply, await signIn.describe(request.params.id, cookies.read(request), contextOf(request))),
   );
 
   app.post(
