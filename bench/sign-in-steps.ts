@@ -3,8 +3,9 @@
 // sign-in at a time. Each sign-in is followed by one password grant for the same user, so both
 // see the same minute of this shared host; with --against, a second build runs beside the first
 // and the two take turns, so a change's before and after are measured in one run (--against-env:
-// the second service gets that setting, on the same build unless --against names another). --cpu-prof: each
-// service writes a V8 CPU profile into bench/results/profiles/ when it stops.
+// the second service gets that setting, on the same build unless --against names another).
+// --cpu-prof: each service writes a V8 CPU profile into bench/results/profiles/ when it stops, and
+// the bench writes beside it when each measured step ran.
 //
 // CPU is read from /proc/<pid>/task/*/schedstat (nanoseconds on the CPU, every thread of the
 // service: the main thread, libuv's pool, V8's helpers), not from /proc/<pid>/stat (10 ms ticks).
@@ -168,8 +169,8 @@ async function measured<T>(service: Service, step: Step, counted: boolean, work:
   const begun = process.hrtime.bigint();
   const result = await work();
   await new Promise((resolve) => setTimeout(resolve, 1));
-  if (counted) service.windows.push([step, String(begun), String(process.hrtime.bigint())]);
   if (counted) {
+    service.windows.push([step, String(begun), String(process.hrtime.bigint())]);
     service.nanos[step].service += threadCpuNanos(service.pid) - serviceBefore;
     service.nanos[step].postgres += postgresNanos() - postgresBefore;
   }

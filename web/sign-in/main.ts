@@ -233,11 +233,14 @@ function handedOver(): Description | undefined {
     .split('; ')
     .find((cookie) => cookie.startsWith(`${name}=`))
     ?.slice(name.length + 1);
-  const text = value === undefined ? '' : decodeURIComponent(value);
-  if (!text.startsWith(`${id}.`)) return undefined;
+  if (!value?.startsWith(`${id}.`)) return undefined;
   // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is not in every browser the page serves.
   document.cookie = `${name}=; Max-Age=0; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;
-  return JSON.parse(text.slice(id.length + 1)) as Description;
+  try {
+    return JSON.parse(decodeURIComponent(value.slice(id.length + 1))) as Description;
+  } catch {
+    return undefined; // not what the service wrote: the API says it
+  }
 }
 
 async function open() {
