@@ -1,7 +1,7 @@
 // What the bench's modes share: CPU time and memory read from /proc, autocannon runs charged the
 // CPU they cost, the service spawned as `npm start` runs it.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import autocannon from 'autocannon';
 import { untilAnswering } from '../test/support/node-process.js';
@@ -369,4 +369,27 @@ export function forgeryOf(accessToken: string): () => string {
   const claims = JSON.parse(Buffer.from(payload ?? '', 'base64url').toString('utf8'));
   return () =>
     `${header}.${Buffer.from(JSON.stringify({ ...claims, jti: randomUUID() })).toString('base64url')}.${randomBytes(64).toString('base64url')}`;
+}
+
+/**
+ * An app's authorization request for the hosted sign-in, as a browser opens it: the code flow with
+ * PKCE (S256), `openid`, a fresh state and nonce; and the verifier the code exchange needs.
+ */
+export function authorizationRequest(
+  base: string,
+  client: { client_id: string; redirect_uri: string },
+): { url: URL; verifier: string } {
+  const verifier = randomBytes(32).toString('base64url');
+  const url = new URL(`${base}/mfa/oauth2/authorize/`);
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: client.client_id,
+    redirect_uri: client.redirect_uri,
+    scope: 'openid',
+    state: randomUUID(),
+    nonce: randomUUID(),
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  }).toString();
+  return { url, verifier };
 }

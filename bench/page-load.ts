@@ -1,11 +1,8 @@
-// The hosted sign-in's first load in Chromium (issue 33: at most 25 KB transferred, the form shown
-// within 100 ms, median of 5 cold loads on localhost), read from the page's own Performance API.
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { launchChromium } from '../test/support/browser.js';
-import { median } from './measure.js';
+import { authorizationRequest, median } from './measure.js';
 
 /** What one load transferred (response headers and bodies as sent, compressed), by kind, and its first paint. */
 export interface PageLoad {
@@ -100,18 +97,7 @@ async function loadOnce(browser: Browser, base: string, client: PageLoadClient, 
   const context = await browser.newContext({ locale: language === 'de' ? 'de-DE' : 'en-US' });
   try {
     const page = await context.newPage();
-    const verifier = randomBytes(32).toString('base64url');
-    const authorize = new URL(`${base}/mfa/oauth2/authorize/`);
-    authorize.search = new URLSearchParams({
-      response_type: 'code',
-      client_id: client.client_id,
-      redirect_uri: client.redirect_uri,
-      scope: 'openid',
-      state: randomUUID(),
-      nonce: randomUUID(),
-      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-      code_challenge_method: 'S256',
-    }).toString();
+    const { url: authorize } = authorizationRequest(base, client);
     await page.goto(authorize.toString(), { waitUntil: 'networkidle' });
     if (!new URL(page.url()).pathname.endsWith('/sign-in/')) throw new Error(`no sign-in page: at ${page.url()}`);
     const showsForm = await page.locator('input[type="password"]').first().isVisible();

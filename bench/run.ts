@@ -5,7 +5,6 @@
 // `npm run bench -- --tracing-ab`: (a) and (f) with tracing's code against a build without it (bench/tracing-ab.ts).
 // `npm run bench -- --sign-in-steps`: the hosted sign-in's CPU step by step beside the grant's (bench/sign-in-steps.ts).
 import { spawnSync } from 'node:child_process';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,7 @@ import { createTestSchema, POSTGRES_URL } from '../test/support/postgres.js';
 import { SignInBrowser } from '../test/support/sign-in-browser.js';
 import {
   ADMIN_TOKEN,
+  authorizationRequest,
   CONNECTIONS,
   cannon,
   chargedLoop,
@@ -117,18 +117,7 @@ async function hostedSignIn(
   secondFactor?: () => Record<string, string>,
 ): Promise<void> {
   const browser = new SignInBrowser(base);
-  const verifier = randomBytes(32).toString('base64url');
-  const authorize = new URL(`${base}/mfa/oauth2/authorize/`);
-  authorize.search = new URLSearchParams({
-    response_type: 'code',
-    client_id: app.client_id,
-    redirect_uri: CALLBACK,
-    scope: 'openid',
-    state: randomUUID(),
-    nonce: randomUUID(),
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-  }).toString();
+  const { url: authorize, verifier } = authorizationRequest(base, { client_id: app.client_id, redirect_uri: CALLBACK });
   const opened = await browser.authorize(authorize);
   if (!('signIn' in opened)) throw new Error('no sign-in page');
   const page = await browser.request(`${base}/sign-in/?id=${opened.signIn.id}`);

@@ -13,7 +13,7 @@
 // connections carry: other sessions' backends on the same server are not.
 // (The hardware's instruction counters would be steadier still, but `perf stat -e instructions`
 // answers <not supported> on this virtual machine.)
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +25,7 @@ import { freePort, SERVICE_MAIN } from '../test/support/node-process.js';
 import { createTestSchema, POSTGRES_URL } from '../test/support/postgres.js';
 import {
   ADMIN_TOKEN,
+  authorizationRequest,
   type Dialect,
   json,
   PASSWORD,
@@ -181,18 +182,7 @@ async function measured<T>(service: Service, step: Step, counted: boolean, work:
 async function signInThenGrant(service: Service, username: string, counted: boolean): Promise<void> {
   const { base, app } = service;
   const step = <T>(name: Step, work: () => Promise<T>) => measured(service, name, counted, work);
-  const verifier = randomBytes(32).toString('base64url');
-  const authorize = new URL(`${base}/mfa/oauth2/authorize/`);
-  authorize.search = new URLSearchParams({
-    response_type: 'code',
-    client_id: app.client_id,
-    redirect_uri: CALLBACK,
-    scope: 'openid',
-    state: randomUUID(),
-    nonce: randomUUID(),
-    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
-    code_challenge_method: 'S256',
-  }).toString();
+  const { url: authorize, verifier } = authorizationRequest(base, { client_id: app.client_id, redirect_uri: CALLBACK });
   let cookie = '';
   const { location } = await step('authorize', async () => {
     const response = await fetch(authorize, { redirect: 'manual' });
