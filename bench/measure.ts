@@ -393,3 +393,25 @@ export function authorizationRequest(
   }).toString();
   return { url, verifier };
 }
+
+/** The app's code exchange at the token endpoint (client_secret_basic, PKCE): the tokens it answers. */
+export function exchangeCode(
+  base: string,
+  app: { client_id: string; client_secret: string; redirect_uri: string },
+  code: string,
+  verifier: string,
+): Promise<any> {
+  return json(`${base}/mfa/oauth2/token/`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}`,
+    },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: app.redirect_uri,
+      code_verifier: verifier,
+    }).toString(),
+  });
+}

@@ -22,6 +22,7 @@ import {
   cannon,
   chargedLoop,
   type Dialect,
+  exchangeCode,
   type Figures,
   forgeryOf,
   inParallel,
@@ -129,19 +130,7 @@ async function hostedSignIn(
     step = await opened.signIn.secondFactor(secondFactor());
   }
   const code = new URL(step.location ?? '').searchParams.get('code') ?? '';
-  const tokens = await json(`${base}/mfa/oauth2/token/`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/x-www-form-urlencoded',
-      authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}`,
-    },
-    body: new URLSearchParams({
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: CALLBACK,
-      code_verifier: verifier,
-    }).toString(),
-  });
+  const tokens = await exchangeCode(base, { ...app, redirect_uri: CALLBACK }, code, verifier);
   if (!tokens.access_token) throw new Error('no tokens');
 }
 

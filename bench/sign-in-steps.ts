@@ -27,6 +27,7 @@ import {
   ADMIN_TOKEN,
   authorizationRequest,
   type Dialect,
+  exchangeCode,
   json,
   PASSWORD,
   processTree,
@@ -217,21 +218,7 @@ async function signInThenGrant(service: Service, username: string, counted: bool
     }),
   );
   const code = new URL(back).searchParams.get('code') ?? '';
-  const tokens = await step('exchange', () =>
-    json(`${base}/mfa/oauth2/token/`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from(`${app.client_id}:${app.client_secret}`).toString('base64')}`,
-      },
-      body: new URLSearchParams({
-        grant_type: 'authorization_code',
-        code,
-        redirect_uri: CALLBACK,
-        code_verifier: verifier,
-      }).toString(),
-    }),
-  );
+  const tokens = await step('exchange', () => exchangeCode(base, { ...app, redirect_uri: CALLBACK }, code, verifier));
   if (!tokens.id_token) throw new Error('no ID token');
   const granted = await step('grant', () =>
     json(`${base}/mfa/oauth2/token/`, {
