@@ -121,11 +121,6 @@ export function createRetentionWorker({
   }
 
   async function runDueJobs() {
-    try {
-      await keepSignInHoursCounted();
-    } catch (error) {
-      log.error({ err: error }, 'counting the settled hours of sign-ins failed; tried again at the next check');
-    }
     for (const job of jobs) {
       if (!isRunning) return;
       try {
@@ -134,6 +129,12 @@ export function createRetentionWorker({
         // The claim itself failed (the database is away): the next check asks again.
         log.error({ err: error, job: job.name }, `${job.name} clean-up failed`);
       }
+    }
+    // After the claims: at a first start on a large audit trail this counts a week of logins.
+    try {
+      await keepSignInHoursCounted();
+    } catch (error) {
+      log.error({ err: error }, 'counting the settled hours of sign-ins failed; tried again at the next check');
     }
   }
 

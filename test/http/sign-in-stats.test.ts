@@ -14,7 +14,8 @@ let service: Service;
 const clock = new TestClock(Date.parse('2026-03-01T10:20:00.000Z'));
 
 before(async () => {
-  service = await startService({ clock, env: { AUDIT_RETENTION_DAYS: '2' } });
+  // Its own worker checks at start only within the tests; the nodes they start run the hourly work.
+  service = await startService({ clock, env: { AUDIT_RETENTION_DAYS: '2' }, retentionCheckEveryMs: 3_600_000 });
 });
 after(async () => {
   await service.close();
