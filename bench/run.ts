@@ -108,7 +108,7 @@ function cannonFor(pid: number, options: autocannon.Options, expect: Parameters<
 
 /**
  * One whole sign-in at the hosted page, as a browser and the app make it: the authorization
- * request (PKCE), the page, the sign-in's state, the password, the second factor when one is
+ * request (PKCE), answered with the page and the sign-in's state, the password, the second factor when one is
  * asked for, and the app's code exchange. Throws unless tokens come back.
  */
 async function hostedSignIn(
@@ -119,11 +119,9 @@ async function hostedSignIn(
 ): Promise<void> {
   const browser = new SignInBrowser(base);
   const { url: authorize, verifier } = authorizationRequest(base, { client_id: app.client_id, redirect_uri: CALLBACK });
+  // The authorization endpoint answers with the page itself, read whole.
   const opened = await browser.authorize(authorize);
   if (!('signIn' in opened)) throw new Error('no sign-in page');
-  const page = await browser.request(`${base}/sign-in/?id=${opened.signIn.id}`);
-  if (page.status !== 200) throw new Error(`the page answered ${page.status}`);
-  await page.text();
   let step = await opened.signIn.password(username, PASSWORD);
   if (step.step === 'second_factor') {
     if (!secondFactor) throw new Error('a second factor was asked for');

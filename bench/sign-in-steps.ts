@@ -185,31 +185,40 @@ async function signInThenGrant(service: Service, username: string, counted: bool
   const step = <T>(name: Step, work: () => Promise<T>) => measured(service, name, counted, work);
   const { url: authorize, verifier } = authorizationRequest(base, { client_id: app.client_id, redirect_uri: CALLBACK });
   let cookie = '';
-  const { location } = await step('authorize', async () => {
-    const response = await fetch(authorize, { redirect: 'manual' });
+  // Since the fifth session of round three the authorization endpoint answers with the page
+  // itself; a build from before redirects to it (/sign-in/?id=…), and the page is a step of its own.
+  const { redirectedTo } = await step('authorize', async () => {
+    const response = await fetch(authorize, { redirect: 'manual', headers: { 'accept-encoding': 'br, gzip' } });
     await response.arrayBuffer();
-    if (response.status !== 303) throw new Error(`the authorization endpoint answered ${response.status}`);
+    if (response.status !== 200 && response.status !== 303) {
+      throw new Error(`the authorization endpoint answered ${response.status}`);
+    }
     cookie = response.headers
       .getSetCookie()
       .map((header) => header.split(';')[0])
       .join('; ');
-    return { location: new URL(response.headers.get('location') ?? '', base) };
+    return {
+      redirectedTo: response.status === 303 ? new URL(response.headers.get('location') ?? '', base) : undefined,
+    };
   });
-  const id = location.searchParams.get('id') ?? '';
-  await step('page', async () => {
-    const response = await fetch(location, { headers: { cookie, 'accept-encoding': 'br, gzip' } });
-    await response.arrayBuffer();
-    if (response.status !== 200) throw new Error(`the page answered ${response.status}`);
-  });
+  if (redirectedTo) {
+    await step('page', async () => {
+      const response = await fetch(redirectedTo, { headers: { cookie, 'accept-encoding': 'br, gzip' } });
+      await response.arrayBuffer();
+      if (response.status !== 200) throw new Error(`the page answered ${response.status}`);
+    });
+  }
+  const handedOver = decodeURIComponent(/(?:^|; )mfa-sign-in=([^;]*)/.exec(cookie)?.[1] ?? '');
+  const id = redirectedTo?.searchParams.get('id') ?? handedOver.slice(0, handedOver.indexOf('.'));
   const api = `${base}/mfa/oauth2/sign-in/${id}/`;
   // As the page does: the description the authorization endpoint handed over in a cookie, when it
   // did (deleted once read), else the sign-in's state from the API.
-  const handedOver = /(?:^|; )mfa-sign-in=([^;]*)/.exec(cookie)?.[1];
   cookie = cookie.replace(/(?:^|; )mfa-sign-in=[^;]*/, '').replace(/^; /, '');
-  const { csrf_token: csrfToken } = await step('state', async () => {
-    const text = handedOver === undefined ? '' : decodeURIComponent(handedOver);
-    return text.startsWith(`${id}.`) ? JSON.parse(text.slice(id.length + 1)) : json(api, { headers: { cookie } });
-  });
+  const { csrf_token: csrfToken } = await step('state', async () =>
+    handedOver.length > id.length + 1 && handedOver.startsWith(`${id}.`)
+      ? JSON.parse(handedOver.slice(id.length + 1))
+      : json(api, { headers: { cookie } }),
+  );
   const { location: back } = await step('password', () =>
     json(`${api}password`, {
       method: 'POST',

@@ -50,6 +50,15 @@ const LAZY_TEXTS = {
  */
 const INLINE_STYLE = ['sign-in'];
 
+/**
+ * Pages that are also another route's answer, under another address: the hosted sign-in is what
+ * the authorization endpoint (/mfa/oauth2/authorize/) answers with, so that the browser need not
+ * be redirected to it (issue 33: one request and one round trip fewer). That copy of the HTML has
+ * a <base> pointing its relative addresses back to the page's folder, relative itself, so that a
+ * service behind a proxy under a path prefix still finds them (src/http/routes/openid.ts).
+ */
+const ANSWERED_ELSEWHERE = { 'sign-in': { file: 'authorize.html', base: '../../../sign-in/' } };
+
 // Built beside dist/ and then swapped in, so dist/ is never half written.
 const staging = `dist.${process.pid}`;
 await build({
@@ -195,6 +204,14 @@ async function buildPage(page, outdir) {
   if (unfilled) throw new Error(`web/${page}/index.html names ${unfilled}, which the build does not fill`);
   writeFileSync(join(outdir, 'index.html'), html);
   writeCompressed(join(outdir, 'index.html'));
+  const elsewhere = ANSWERED_ELSEWHERE[page];
+  if (elsewhere) {
+    // First in <head>, before any element that names an address.
+    const [head, rest] = html.split(/(?<=<head>\n)/);
+    if (rest === undefined) throw new Error(`web/${page}/index.html has no <head> line`);
+    writeFileSync(join(outdir, elsewhere.file), `${head}    <base href="${elsewhere.base}">\n${rest}`);
+    writeCompressed(join(outdir, elsewhere.file));
+  }
   // In the HTML, not fetched: no file to serve.
   if (isStyleInline) rmSync(style);
   for (const file of readdirSync(assets)) {

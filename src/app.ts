@@ -537,6 +537,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
       backupCodes,
       requireAccessToken,
       csrfKey,
+      signInPage: pages['sign-in'],
       stylesheet: stylesheetName && `${config.issuer}/sign-in/assets/${stylesheetName}`,
     });
   });

@@ -7,6 +7,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
  * shadow them). An http issuer (development on localhost) gets them without Secure, which a
  * browser would not store there.
  */
+/**
+ * The longest description handed over in its cookie, URL-encoded: under the 4096 bytes a browser
+ * keeps of a cookie's name, value and attributes together.
+ */
+const MAX_HANDED_DESCRIPTION = 3800;
+
 export function createCookies(issuer: string) {
   const isSecure = issuer.startsWith('https:');
   const name = (base: string) => (isSecure ? `__Host-${base}` : base);
@@ -45,12 +51,17 @@ export function createCookies(issuer: string) {
     },
     /**
      * A sign-in's description (`<interaction id>.<the JSON GET …/sign-in/{id}/ answers>`), handed
-     * to the page with the redirect to it, so that the page need not ask for it: the one cookie the
+     * to the page with the authorization endpoint's answer, which is the page itself: the page
+     * learns its sign-in's id from it, and need not ask for the description. The one cookie the
      * page's script reads (not HttpOnly: it holds nothing that GET does not give the same page),
      * for a minute; the page deletes it once read.
      */
     setSignInDescription(reply: FastifyReply, interactionId: string, description: object): void {
-      reply.setCookie(names.description, `${interactionId}.${JSON.stringify(description)}`, {
+      const json = JSON.stringify(description);
+      // Browsers keep a cookie of up to 4096 bytes: a longer description (a passkey step naming
+      // many credentials) is left out, and the page asks the API for it.
+      const handed = encodeURIComponent(json).length <= MAX_HANDED_DESCRIPTION ? json : '';
+      reply.setCookie(names.description, `${interactionId}.${handed}`, {
         ...flags,
         httpOnly: false,
         maxAge: 60,

@@ -190,6 +190,33 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     assert.equal(tokens.claims()?.acr, 'phr');
   });
 
+  test('the authorization endpoint answers with the page, which takes its own address: a reload there goes on with the same sign-in', async () => {
+    await service.createUser('ines', PASSWORD);
+    const config = await acme.register({ name: 'Reloaded app' });
+    const signIn = await startAt(config, { prompt: 'login' });
+    await page.getByText('Sign in to continue to Reloaded app.').waitFor();
+    const address = new URL(page.url());
+    assert.equal(address.pathname, '/sign-in/');
+    const id = address.searchParams.get('id') ?? '';
+    assert.match(id, /^[0-9a-f-]{36}$/);
+    // The description was handed over once: the reload asks the API for the same sign-in.
+    const described = page.waitForResponse((response) => response.url().endsWith(`/mfa/oauth2/sign-in/${id}/`));
+    await page.reload();
+    assert.equal((await described).status(), 200);
+    await page.getByText('Sign in to continue to Reloaded app.').waitFor();
+    await page.getByLabel('Username').fill('ines');
+    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
+    await button(page, 'Continue').click();
+    const tokens = await signIn.back();
+    assert.deepEqual(tokens.claims()?.amr, ['pwd']);
+  });
+
+  test('the page with no sign-in named (no ?id=, no handed-over description) says the sign-in has expired', async () => {
+    await page.goto(`${stack.origin}/sign-in/`);
+    await page.getByRole('heading', { name: 'This sign-in has expired' }).waitFor();
+    assert.equal(await page.locator('#sign-in').isHidden(), true);
+  });
+
   test('cancelling goes back to the app with access_denied', async () => {
     const config = await acme.register({ name: 'Cancelled app' });
     await startAt(config, { prompt: 'login' });

@@ -381,9 +381,7 @@ describe('the cookies', () => {
     const browser = new SignInBrowser(issuer);
     const opened = await browser.request((await authorizationRequest(config)).url);
     const binding = cookieOf(opened, 'mfa-browser');
-    const id = new URL(opened.headers.get('location') ?? '').searchParams.get('id') ?? '';
-    const signIn = new SignInApi(browser, id);
-    await signIn.open();
+    const signIn = await SignInApi.handedOver(browser);
     const finished = await signIn.send('POST', 'password', { username, password: PASSWORD });
     const session = cookieOf(finished, 'mfa-session');
     for (const cookie of [binding, session]) {
@@ -397,19 +395,32 @@ describe('the cookies', () => {
     );
   });
 
-  test('the redirect to the page hands it its description: a cookie of a minute the page’s script reads, holding what GET …/sign-in/{id}/ answers', async () => {
+  test('the authorization endpoint answers with the page and hands it its description: a cookie of a minute the page’s script reads, holding the sign-in’s id and what GET …/sign-in/{id}/ answers', async () => {
     const browser = new SignInBrowser(issuer);
     const opened = await browser.request(
       (await authorizationRequest(config, { login_hint: 'hint-name', ui_locales: 'de' })).url,
     );
-    assert.equal(opened.status, 303);
-    const id = new URL(opened.headers.get('location') ?? '').searchParams.get('id') ?? '';
+    assert.equal(opened.status, 200);
+    assert.equal(opened.headers.get('cache-control'), 'no-store');
+    // The page as /sign-in/ serves it, with a <base> naming that folder, which its policy alone allows.
+    const page = await fetch(`${issuer}/sign-in/`);
+    assert.equal(
+      await opened.text(),
+      (await page.text()).replace('<head>\n', '<head>\n    <base href="../../../sign-in/">\n'),
+    );
+    const pagePolicy = page.headers.get('content-security-policy') ?? '';
+    assert.match(pagePolicy, /base-uri 'none'/);
+    assert.equal(
+      opened.headers.get('content-security-policy'),
+      pagePolicy.replace("base-uri 'none'", "base-uri 'self'"),
+    );
     const handed = cookieOf(opened, 'mfa-sign-in');
     assert.ok(!handed.includes('httponly'), 'the page’s script reads it');
     for (const flag of ['samesite=lax', 'path=/', 'max-age=60']) assert.ok(handed.includes(flag), handed.join('; '));
     const header = opened.headers.getSetCookie().find((cookie) => cookie.startsWith('mfa-sign-in=')) ?? '';
     const value = decodeURIComponent(header.slice('mfa-sign-in='.length).split(';')[0] ?? '');
-    assert.ok(value.startsWith(`${id}.`), value);
+    const id = value.slice(0, value.indexOf('.'));
+    assert.match(id, /^[0-9a-f-]{36}$/, value);
     const described = JSON.parse(value.slice(id.length + 1));
     const signIn = new SignInApi(browser, id);
     assert.deepEqual(described, await signIn.open());
@@ -422,6 +433,24 @@ describe('the cookies', () => {
     await service.createUser(username, PASSWORD);
     const finished = await signIn.password(username, PASSWORD);
     assert.ok(finished.location, JSON.stringify(finished));
+  });
+
+  test('a description too long for a cookie is left out of it: the cookie names the sign-in alone, and the page asks for the rest', async () => {
+    const longName = await configOf(issuer, await registerClient(service, { name: '😀'.repeat(200) }));
+    const browser = new SignInBrowser(issuer);
+    const opened = await browser.request(
+      (await authorizationRequest(longName, { login_hint: '漢'.repeat(150), ui_locales: 'de' })).url,
+    );
+    assert.equal(opened.status, 200);
+    const header = opened.headers.getSetCookie().find((cookie) => cookie.startsWith('mfa-sign-in=')) ?? '';
+    const value = header.slice('mfa-sign-in='.length).split(';')[0] ?? '';
+    assert.match(value, /^[0-9a-f-]{36}\.$/, 'the id alone');
+    const signIn = await SignInApi.handedOver(browser);
+    assert.equal(signIn.opened.client_name, '😀'.repeat(200));
+    assert.equal(signIn.opened.login_hint, '漢'.repeat(150));
+    const username = nextName('long-description');
+    await service.createUser(username, PASSWORD);
+    assert.ok((await signIn.password(username, PASSWORD)).location);
   });
 
   test('on an https issuer: Secure, with the __Host- prefix, HttpOnly, SameSite=Lax, Path=/', async () => {
@@ -450,7 +479,7 @@ describe('the cookies', () => {
         code_challenge_method: 'S256',
       }).toString();
       const opened = await browser.request(url);
-      assert.equal(opened.status, 303);
+      assert.equal(opened.status, 200, 'the sign-in page');
       const binding = cookieOf(opened, '__Host-mfa-browser');
       const handed = cookieOf(opened, '__Host-mfa-sign-in');
       for (const flag of ['secure', 'samesite=lax', 'path=/']) assert.ok(handed.includes(flag), handed.join('; '));

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 
 /**
- * A browser as the hosted sign-in sees it, without the page: it keeps cookies, follows the
+ * A browser as the hosted sign-in sees it, without running the page: it keeps cookies, follows the
  * authorization endpoint's redirects by hand, and calls the sign-in API as the page's script does
  * (JSON, the CSRF token the API gave it, its own origin). The page itself is tested in Chromium.
  */
@@ -39,20 +39,16 @@ export class SignInBrowser {
 
   /**
    * Opens an authorization URL: where the browser lands back at the app (the redirect's
-   * Location), or the hosted sign-in it was sent to.
+   * Location), or the hosted sign-in the authorization endpoint answered with (the page itself,
+   * read whole, with the sign-in's description in a cookie).
    */
   async authorize(url: string | URL): Promise<{ back: URL } | { signIn: SignInApi }> {
     const response = await this.request(url);
-    await response.body?.cancel();
-    assert.equal(response.status, 303, `the authorization endpoint answered ${response.status}`);
-    const location = new URL(response.headers.get('location') ?? '', url);
-    if (location.origin === this.origin && location.pathname === '/sign-in/') {
-      const id = location.searchParams.get('id') ?? '';
-      const signIn = new SignInApi(this, id);
-      if (!signIn.takeHandedOver()) await signIn.open();
-      return { signIn };
-    }
-    return { back: location };
+    const body = await response.text();
+    if (response.status === 303) return { back: new URL(response.headers.get('location') ?? '', url) };
+    assert.equal(response.status, 200, `the authorization endpoint answered ${response.status}: ${body.slice(0, 300)}`);
+    assert.match(response.headers.get('content-type') ?? '', /^text\/html/);
+    return { signIn: await SignInApi.handedOver(this) };
   }
 
   /** Opens the authorization URL and expects the hosted sign-in. */
@@ -79,17 +75,24 @@ export class SignInApi {
   }
 
   /**
-   * As the page does: the description the authorization endpoint handed over with its redirect (a
-   * cookie holding `<id>.<JSON>`), when it is this sign-in's, read and deleted; false when none.
+   * The sign-in the authorization endpoint's answer named, as the page's script finds it: the
+   * description's cookie (`<id>.<JSON>`) read and deleted, its JSON taken, or, when the cookie
+   * held none (too long for a cookie), asked for.
    */
-  takeHandedOver(): boolean {
-    const name = [...this.browser.cookies.keys()].find((cookie) => cookie.endsWith('mfa-sign-in')) ?? '';
-    const value = decodeURIComponent(this.browser.cookies.get(name) ?? '');
-    if (!value.startsWith(`${this.id}.`)) return false;
-    this.browser.cookies.delete(name);
-    this.opened = JSON.parse(value.slice(this.id.length + 1));
-    this.csrfToken = this.opened.csrf_token;
-    return true;
+  static async handedOver(browser: SignInBrowser): Promise<SignInApi> {
+    const name = [...browser.cookies.keys()].find((cookie) => cookie.endsWith('mfa-sign-in')) ?? '';
+    const value = decodeURIComponent(browser.cookies.get(name) ?? '');
+    const separator = value.indexOf('.');
+    assert.ok(separator > 0, `the page came without its sign-in’s description: ${JSON.stringify(value)}`);
+    browser.cookies.delete(name);
+    const signIn = new SignInApi(browser, value.slice(0, separator));
+    const json = value.slice(separator + 1);
+    if (!json) await signIn.open();
+    else {
+      signIn.opened = JSON.parse(json);
+      signIn.csrfToken = signIn.opened.csrf_token;
+    }
+    return signIn;
   }
 
   async open(): Promise<any> {

@@ -115,7 +115,7 @@ async function fetchCatalogue(wanted: Language, listed: string): Promise<Catalog
   if (!entry) return undefined;
   const [, path = '', integrity = ''] = entry;
   try {
-    const response = await fetch(new URL(path, location.href), { integrity });
+    const response = await fetch(new URL(path, document.baseURI), { integrity });
     return response.ok ? ((await response.json()) as Catalogue) : undefined;
   } catch {
     return undefined;

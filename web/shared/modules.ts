@@ -35,7 +35,7 @@ export async function importChecked<T>(name: string, load: () => Promise<T>): Pr
   if (link.relList.supports('modulepreload')) {
     link.rel = 'modulepreload';
     link.integrity = file.integrity;
-    link.href = new URL(file.path, location.href).href;
+    link.href = new URL(file.path, document.baseURI).href;
     await new Promise<void>((resolve, reject) => {
       link.onload = () => resolve();
       link.onerror = () => reject(new Error(`${file.path} could not be loaded, or failed its integrity check`));

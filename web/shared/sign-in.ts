@@ -15,8 +15,11 @@ import { describeError, type SignInStep } from './messages.js';
 import { clearNotices, say, warn } from './notices.js';
 import { askForResetLink } from './password-reset.js';
 
-/** Every page is served at <base>/<page>/, with the API at <base>/mfa/…. */
-const serviceBase = new URL('../', location.href);
+/**
+ * Every page is served at <base>/<page>/, with the API at <base>/mfa/…; the hosted sign-in also
+ * at the authorization endpoint, with a <base> element naming its folder (document.baseURI).
+ */
+const serviceBase = new URL('../', document.baseURI);
 
 export type FactorType = 'sms' | 'totp' | 'webauthn' | 'email';
 export type Method = FactorType | 'backup';

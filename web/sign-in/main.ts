@@ -38,8 +38,33 @@ interface Description extends SignInAnswer {
   login_hint?: string;
 }
 
-const base = new URL('../', location.href);
-const id = new URLSearchParams(location.search).get('id') ?? '';
+const DESCRIPTION_COOKIE = location.protocol === 'https:' ? '__Host-mfa-sign-in' : 'mfa-sign-in';
+
+/**
+ * The description the authorization endpoint handed over with the page (a cookie holding
+ * `<id>.<JSON>`, the JSON the answer of GET <apiBase>, left out when too long for a cookie): the
+ * sign-in's id and its JSON, the cookie left in place until the page knows it is its own.
+ */
+function readHandedOver(): { id: string; json: string } | undefined {
+  const value = document.cookie
+    .split('; ')
+    .find((cookie) => cookie.startsWith(`${DESCRIPTION_COOKIE}=`))
+    ?.slice(DESCRIPTION_COOKIE.length + 1);
+  const separator = value?.indexOf('.') ?? -1;
+  if (value === undefined || separator < 0) return undefined;
+  return { id: value.slice(0, separator), json: decodeURIComponent(value.slice(separator + 1)) };
+}
+
+const handed = readHandedOver();
+/** The page's own address names its sign-in; the authorization endpoint's answer hands it over. */
+const addressed = new URLSearchParams(location.search).get('id');
+const id = addressed ?? handed?.id ?? '';
+// Answered by the authorization endpoint, the page takes its own address (/sign-in/?id=…, its
+// <base> plus the id): a reload there asks the API for this sign-in instead of starting another.
+if (addressed === null && id)
+  history.replaceState(null, '', new URL(`?id=${encodeURIComponent(id)}`, document.baseURI));
+/** Every page is served at <base>/<page>/, with the API at <base>/mfa/…. */
+const base = new URL('../', document.baseURI);
 const apiBase = new URL(`mfa/oauth2/sign-in/${encodeURIComponent(id)}/`, base);
 let csrfToken = '';
 /** The app's name, once the description said it. */
@@ -222,28 +247,29 @@ async function showInLanguage(description?: Description) {
 }
 
 /**
- * The description the authorization endpoint handed over with its redirect here (a cookie holding
- * `<id>.<JSON>`, the answer of GET <apiBase>), when it is this sign-in's: read once and deleted,
- * so a reload asks the API.
+ * The handed-over description, when it is this sign-in's: taken once (the cookie deleted), so that
+ * a reload asks the API; undefined when the cookie held none (too long) or another sign-in's.
  */
 function handedOver(): Description | undefined {
+  if (handed?.id !== id) return undefined;
   const secure = location.protocol === 'https:';
-  const name = secure ? '__Host-mfa-sign-in' : 'mfa-sign-in';
-  const value = document.cookie
-    .split('; ')
-    .find((cookie) => cookie.startsWith(`${name}=`))
-    ?.slice(name.length + 1);
-  if (!value?.startsWith(`${id}.`)) return undefined;
   // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is not in every browser the page serves.
-  document.cookie = `${name}=; Max-Age=0; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;
+  document.cookie = `${DESCRIPTION_COOKIE}=; Max-Age=0; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;
   try {
-    return JSON.parse(decodeURIComponent(value.slice(id.length + 1))) as Description;
+    return handed.json ? (JSON.parse(handed.json) as Description) : undefined;
   } catch {
     return undefined; // not what the service wrote: the API says it
   }
 }
 
 async function open() {
+  if (!id) {
+    // No sign-in named: an address without ?id=, or a page whose handed-over cookie another
+    // authorization request's page took first (README, "The browser flow").
+    await showInLanguage();
+    showExpired();
+    return;
+  }
   let description: Description;
   try {
     description = handedOver() ?? (await send<Description>('GET', ''));

@@ -40,12 +40,12 @@ import {
   WebauthnRequestBody,
   WebauthnVerifyBody,
 } from '../schemas.js';
+import { type Page, sendPageFile } from './pages.js';
 
 export const AUTHORIZATION_PATH = '/mfa/oauth2/authorize/';
 export const USERINFO_PATH = '/mfa/oauth2/userinfo/';
 export const END_SESSION_PATH = '/mfa/oauth2/logout/';
-/** The hosted sign-in page (web/sign-in/), and the API it calls. */
-export const SIGN_IN_PAGE_PATH = '/sign-in/';
+/** The API the hosted sign-in page (web/sign-in/, served at /sign-in/) calls. */
 const SIGN_IN_API = '/mfa/oauth2/sign-in/:id';
 
 export interface OpenIdRouteDeps {
@@ -62,6 +62,8 @@ export interface OpenIdRouteDeps {
   requireAccessToken: RequestGuard;
   /** Keys the logout confirmation's token. */
   csrfKey: Buffer;
+  /** The hosted sign-in's built page (web/sign-in/), which the authorization endpoint answers with; undefined when not built. */
+  signInPage: Page | undefined;
   /** The shared style sheet's URL, for the pages written here; undefined when the pages are not built. */
   stylesheet?: string;
 }
@@ -96,9 +98,13 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
         outcome.signIn.interactionId,
         descriptionBody(reply, outcome.signIn.description),
       );
-      const page = new URL(issuer + SIGN_IN_PAGE_PATH);
-      page.searchParams.set('id', outcome.signIn.interactionId);
-      return reply.redirect(page.toString(), 303);
+      // The page itself, not a redirect to it (one request and one round trip fewer, issue 33): its
+      // script finds its sign-in in the description and takes the page's own address,
+      // /sign-in/?id=…, where a reload asks the API. Never stored: it comes with the cookies.
+      const page = deps.signInPage?.elsewhere;
+      if (!page)
+        throw new ServiceError('not_ready', 'the sign-in page is not built: run `npm run build` (npm start does it)');
+      return sendPageFile(request, reply.headers({ ...page.headers, 'cache-control': 'no-store' }), page.html);
     }
     return redirectBack(reply, outcome);
   }

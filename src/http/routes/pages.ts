@@ -17,7 +17,16 @@ export interface Page {
   headers: Record<string, string>;
   /** By file name; every name carries a hash of its content. */
   assets: ReadonlyMap<string, PageFile>;
+  /**
+   * The page as another route answers it, at that route's address (the hosted sign-in as the
+   * authorization endpoint's answer: scripts/build.mjs, ANSWERED_ELSEWHERE), and its headers;
+   * undefined for a page that is only at its own address.
+   */
+  elsewhere?: { html: PageFile; headers: Record<string, string> };
 }
+
+/** The copy of a page that another route answers with (scripts/build.mjs, ANSWERED_ELSEWHERE). */
+const ELSEWHERE_FILE = 'authorize.html';
 
 /** The content codings the build writes beside each page file, in the order they are preferred. */
 const ENCODINGS = [
@@ -67,14 +76,18 @@ export const PAGE_HEADERS = {
  * PAGE_CSP with each of `html`'s <style> elements allowed by its hash (style-src 'sha256-…'): the
  * build writes the hosted sign-in's style sheet into its HTML (scripts/build.mjs, INLINE_STYLE),
  * so that its first paint does not wait for the sheet's round trip (issue 33). Only those exact
- * texts: an injected <style> or style attribute is still refused.
+ * texts: an injected <style> or style attribute is still refused. An HTML with a <base> of its own
+ * (a page answered at another address, which points back to the page's folder) is allowed a base
+ * on our origin; every other page none.
  */
 export function pageCsp(html: string): string {
   const hashes = [...html.matchAll(/<style>([^<]*)<\/style>/g)].map(
     ([, style = '']) => `'sha256-${createHash('sha256').update(style, 'utf8').digest('base64')}'`,
   );
-  if (hashes.length === 0) return PAGE_CSP;
-  return PAGE_CSP.replace("style-src 'self'", `style-src 'self' ${hashes.join(' ')}`);
+  let csp = PAGE_CSP;
+  if (hashes.length > 0) csp = csp.replace("style-src 'self'", `style-src 'self' ${hashes.join(' ')}`);
+  if (/<base /.test(html)) csp = csp.replace("base-uri 'none'", "base-uri 'self'");
+  return csp;
 }
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -111,9 +124,12 @@ export function loadPage(dir: string | undefined): Page | undefined {
     const contentType = CONTENT_TYPES[extname(name)];
     if (contentType) assets.set(name, readPageFile(join(assetsDir, name), contentType));
   }
-  const html = readPageFile(join(dir, 'index.html'), 'text/html; charset=utf-8');
-  const headers = { ...PAGE_HEADERS, 'content-security-policy': pageCsp(html.body.toString('utf8')) };
-  return { html, headers, assets };
+  const readHtml = (name: string) => {
+    const html = readPageFile(join(dir, name), 'text/html; charset=utf-8');
+    return { html, headers: { ...PAGE_HEADERS, 'content-security-policy': pageCsp(html.body.toString('utf8')) } };
+  };
+  const elsewhere = existsSync(join(dir, ELSEWHERE_FILE)) ? readHtml(ELSEWHERE_FILE) : undefined;
+  return { ...readHtml('index.html'), assets, ...(elsewhere && { elsewhere }) };
 }
 
 /** The file at `path` and the compressed copies the build wrote beside it, where smaller. */
@@ -150,7 +166,7 @@ function chooseCoding(acceptEncoding: string | undefined, available: PageFile['e
 }
 
 /** Answers `file` in the best coding the request allows; its other headers are the caller's. */
-function sendPageFile(request: FastifyRequest, reply: FastifyReply, file: PageFile) {
+export function sendPageFile(request: FastifyRequest, reply: FastifyReply, file: PageFile) {
   const coding = chooseCoding(request.headers['accept-encoding'], file.encoded);
   // The answer differs by Accept-Encoding: a shared cache must keep one copy per coding.
   reply.header('vary', 'accept-encoding').header('content-type', file.contentType);
