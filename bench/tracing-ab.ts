@@ -63,7 +63,9 @@ async function buildService(folder: string, plugins: Plugin[]): Promise<string> 
     format: 'esm',
     target: 'node20',
     external: ['better-sqlite3', '@node-rs/argon2', 'pg', '@opentelemetry/*', '@fastify/otel'],
-    banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);",
+    },
     logLevel: 'warning',
     plugins,
   });

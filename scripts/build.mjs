@@ -75,8 +75,12 @@ await build({
   // OpenTelemetry stays in node_modules too: its SDK loads only when tracing is on, and the API must
   // be the one instance the SDK registers with.
   external: ['better-sqlite3', '@node-rs/argon2', 'pg', '@opentelemetry/*', '@fastify/otel'],
-  // Bundled CommonJS packages call require(); ESM has none, so give them one.
-  banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  // Bundled CommonJS packages call require(); ESM has none, so give them one. Under another name than
+  // createRequire, which a module of ours may import too (users/password-policy.ts, which loads the
+  // common-password list from node_modules with it): two imports of one name in a chunk do not parse.
+  banner: {
+    js: "import { createRequire as createBundleRequire } from 'node:module'; const require = createBundleRequire(import.meta.url);",
+  },
   logLevel: 'warning',
 });
 for (const page of PAGES) await buildPage(page, join(staging, page));

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { dictionary } from '@zxcvbn-ts/language-common';
 import { ADMIN_TOKEN, expectStatus, type Service, startService } from '../support/service.js';
 import { startWebhookReceiver, verifyWebhook, type WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -49,6 +50,13 @@ function setPasswordByOperator(userId: string, password: unknown, token = ADMIN_
   return service.call(`/admin/users/${userId}/password`, { method: 'POST', token, body: { password } });
 }
 
+/**
+ * The common-password list as the policy must hold it: zxcvbn-ts' common dictionary lower-cased,
+ * each entry once, in the order `<` compares strings (UTF-16 code units).
+ */
+const COMMON = [...new Set(dictionary['passwords-common'].map((password) => password.toLowerCase()))].sort();
+const LISTED = new Set(COMMON);
+
 /** Awaits a 400 weak_password and returns its description. */
 async function expectWeak(pending: Promise<Response>): Promise<string> {
   const body = await expectStatus(pending, 400);
@@ -69,6 +77,45 @@ describe('the policy for new passwords', () => {
     // Nothing changed: the old password still signs in, the login that asked still works.
     await login(username, PASSWORD);
     await expectStatus(service.call('/mfa/password/', { token: access }), 200);
+  });
+
+  test('the common list is searched whole: its first, last and middle entries are refused in any case; what sorts between entries or begins one is accepted', async () => {
+    const username = nextName('listed');
+    const userId = await service.createUser(username, PASSWORD);
+    const first = COMMON[0] ?? '';
+    const last = COMMON.at(-1) ?? '';
+    // Shorter than 8 characters, an entry would be refused for its length before the list is read.
+    assert.ok(
+      [first, last].every((entry) => [...entry].length >= 8),
+      `${first}, ${last}`,
+    );
+    // In the middle, an entry that begins the next one ("ironmaid", "ironmaiden"), with a password
+    // between them that begins the second ("ironmaide"): a search that compares prefixes or misses
+    // an entry's end is caught here.
+    const index = COMMON.findIndex((entry, at) => {
+      const next = COMMON[at + 1] ?? '';
+      return (
+        at >= COMMON.length / 2 &&
+        [...entry].length >= 8 &&
+        next.startsWith(entry) &&
+        next.length > entry.length + 1 &&
+        !LISTED.has(next.slice(0, -1))
+      );
+    });
+    const [shorter, longer] = [COMMON[index] ?? '', COMMON[index + 1] ?? ''];
+    assert.ok(index > 0, 'the list has an entry that begins the next');
+    const capitalised = (word: string) => word.charAt(0).toUpperCase() + word.slice(1);
+    for (const common of [first, last, shorter, longer, first.toUpperCase(), capitalised(last), longer.toUpperCase()]) {
+      assert.match(await expectWeak(setPasswordByOperator(userId, common)), /most common ones/, common);
+    }
+    const beforeFirst = '!'.repeat(8);
+    const between = longer.slice(0, -1);
+    const afterLast = `${last}~`;
+    assert.ok(beforeFirst < first && shorter < between && between < longer && last < afterLast);
+    for (const uncommon of [beforeFirst, between, between.toUpperCase(), afterLast]) {
+      assert.ok(!LISTED.has(uncommon.toLowerCase()), uncommon);
+      assert.equal((await setPasswordByOperator(userId, uncommon)).status, 204, uncommon);
+    }
   });
 
   test('a password that is or contains the username is refused; a short username inside a phrase is chance, not refused', async () => {
