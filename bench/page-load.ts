@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Browser } from 'playwright-core';
+import { PAGE_HEADERS } from '../src/http/routes/pages.js';
 import { launchChromium } from '../test/support/browser.js';
 import { authorizationRequest, median } from './measure.js';
 
@@ -31,6 +32,12 @@ export interface PageLoadFigures {
    * node:http server) loaded the same way, cold, in the same browser just before.
    */
   barePageFirstPaintMs: number;
+  /**
+   * The same bare page with the hosted sign-in's Cross-Origin-Opener-Policy (same-origin): a page
+   * with it opens in a browsing context group of its own, so Chromium starts it a renderer of its own
+   * where a page without it reuses the one the tab has (docs/PERFORMANCE.md).
+   */
+  barePageWithCoopFirstPaintMs: number;
 }
 
 /** The app the sign-in is for: its id and a registered redirect URI. */
@@ -54,7 +61,10 @@ export async function measureHostedSignInLoads(
     await loadOnce(browser, base, client, 'en');
     const figures: PageLoadFigures[] = [];
     for (const language of ['en', 'de'] as const) {
-      const barePageFirstPaintMs = await barePageFirstPaint(browser, loads);
+      const barePageFirstPaintMs = await barePageFirstPaint(browser, loads, {});
+      const barePageWithCoopFirstPaintMs = await barePageFirstPaint(browser, loads, {
+        'cross-origin-opener-policy': PAGE_HEADERS['cross-origin-opener-policy'],
+      });
       const each: PageLoad[] = [];
       for (let index = 0; index < loads; index += 1) each.push(await loadOnce(browser, base, client, language));
       const med = (pick: (load: PageLoad) => number) => median(each.map(pick));
@@ -69,6 +79,7 @@ export async function measureHostedSignInLoads(
           waits: medianWaits(each),
         },
         barePageFirstPaintMs,
+        barePageWithCoopFirstPaintMs,
       });
     }
     return figures;
@@ -150,12 +161,15 @@ async function loadOnce(browser: Browser, base: string, client: PageLoadClient, 
   }
 }
 
-/** The median first contentful paint of `loads` cold loads of a one-paragraph page from a bare server. */
-async function barePageFirstPaint(browser: Browser, loads: number): Promise<number> {
+/**
+ * The median first contentful paint of `loads` cold loads of a one-paragraph page from a bare
+ * server, answered with `headers`.
+ */
+async function barePageFirstPaint(browser: Browser, loads: number, headers: Record<string, string>): Promise<number> {
   const html =
     '<!doctype html><html lang="en"><meta charset="utf-8"><title>Sign in</title><p>Sign in to the app</p></html>';
   const server = createServer((_request, response) => {
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html);
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...headers }).end(html);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
@@ -199,7 +213,7 @@ function kindOf(pathname: string): keyof PageLoad['bytes'] {
 /** One line: each language's median bytes by kind, the total and the first paint beside their targets. */
 export function describePageLoads(figures: PageLoadFigures[]): string {
   return figures
-    .map(({ language, loads, median: med, barePageFirstPaintMs }) => {
+    .map(({ language, loads, median: med, barePageFirstPaintMs, barePageWithCoopFirstPaintMs }) => {
       const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} KB`;
       const kinds = Object.entries(med.bytes)
         .filter(([, bytes]) => bytes > 0)
@@ -213,7 +227,7 @@ export function describePageLoads(figures: PageLoadFigures[]): string {
         : '';
       return (
         `hosted sign-in, first load (${language}), median of ${loads.length} cold loads: ${kb(med.totalBytes)} transferred (≤ 25 KB) ` +
-        `[${kinds}], first contentful paint ${med.firstContentfulPaintMs} ms (≤ 100 ms; a bare page's ${barePageFirstPaintMs} ms)${arrived}; form shown in ${forms} of ${loads.length}`
+        `[${kinds}], first contentful paint ${med.firstContentfulPaintMs} ms (≤ 100 ms; a bare page's ${barePageFirstPaintMs} ms, ${barePageWithCoopFirstPaintMs} ms with the page's COOP)${arrived}; form shown in ${forms} of ${loads.length}`
       );
     })
     .join('\n');

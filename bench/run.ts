@@ -532,6 +532,7 @@ function medianPageLoads(runsFigures: PageLoadFigures[][]): PageLoadFigures[] {
         firstContentfulPaintMs: med((figure) => figure.median.firstContentfulPaintMs),
       },
       barePageFirstPaintMs: med((figure) => figure.barePageFirstPaintMs),
+      barePageWithCoopFirstPaintMs: med((figure) => figure.barePageWithCoopFirstPaintMs),
     };
   });
 }

@@ -12,6 +12,8 @@ const userManager = new UserManager({
   authority: settings.issuer,
   client_id: settings.clientId,
   redirect_uri: `${location.origin}/callback`,
+  // Signing in in a popup window comes back here, in that window, which hands the answer to this page.
+  popup_redirect_uri: `${location.origin}/popup-callback`,
   response_type: 'code',
   scope: 'openid profile',
 });
@@ -24,7 +26,10 @@ function element(id: string): HTMLElement {
 
 /** Back from the service: the code (after signing in) or the state (after signing out) is in the URL. */
 async function finishRedirect(): Promise<void> {
-  if (location.pathname === '/callback') {
+  if (location.pathname === '/popup-callback') {
+    // In the popup: the library passes the code to the page that opened it, which closes this window.
+    await userManager.signinPopupCallback();
+  } else if (location.pathname === '/callback') {
     // Checks the state, exchanges the code with the PKCE verifier, and keeps the tokens in sessionStorage.
     await userManager.signinRedirectCallback();
     history.replaceState(null, '', '/');
@@ -57,6 +62,10 @@ async function show(): Promise<void> {
 
 element('sign-in').addEventListener('click', () => {
   userManager.signinRedirect().catch(report);
+});
+element('sign-in-popup').addEventListener('click', () => {
+  // The same sign-in in a window of its own: this page stays, and is told the outcome.
+  userManager.signinPopup().then(show).catch(report);
 });
 element('sign-out').addEventListener('click', () => {
   // RP-Initiated Logout: the library sends the ID token as id_token_hint, and forgets the user first.

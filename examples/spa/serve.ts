@@ -46,12 +46,12 @@ export async function startSpa({
 
   const server = createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
-    if (path === '/' || path === '/callback') {
+    if (path === '/' || path === '/callback' || path === '/popup-callback') {
       response.writeHead(200, {
         'content-type': 'text/html; charset=utf-8',
         'content-security-policy': csp,
         'cache-control': 'no-store',
-        // The code and state in /callback's URL go to no one else.
+        // The code and state in the callbacks' URLs go to no one else.
         'referrer-policy': 'no-referrer',
       });
       return response.end(html);

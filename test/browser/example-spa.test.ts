@@ -40,7 +40,7 @@ before(async () => {
       body: {
         name: 'Acme SPA',
         token_endpoint_auth_method: 'none',
-        redirect_uris: [`${origin}/callback`],
+        redirect_uris: [`${origin}/callback`, `${origin}/popup-callback`],
         post_logout_redirect_uris: [`${origin}/`],
         web_origins: [origin],
       },
@@ -143,6 +143,24 @@ describe('examples/spa/, a single-page app signing in with oidc-client-ts', () =
     await button(page, 'Sign in').click();
     await page.getByLabel('Username').waitFor();
     assert.equal(new URL(page.url()).origin, stack.origin);
+  });
+
+  test('Sign in in a new window: the hosted sign-in in a popup, which hands the outcome to the app’s page (the page’s window keeps its opener)', async () => {
+    await page.goto(`${spa.origin}/`);
+    const opened = context.waitForEvent('page');
+    await button(page, 'Sign in in a new window').click();
+    const popup = await opened;
+    await popup.getByText('Sign in to continue to Acme SPA.').waitFor();
+    await popup.getByLabel('Username').fill('spa-sigrid');
+    await popup.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
+    await button(popup, 'Continue').click();
+    service.clock.advance(30);
+    await popup.getByLabel('Code from the app').fill(code());
+    const closed = popup.waitForEvent('close');
+    await button(popup, 'Verify').click();
+    await closed;
+    await page.getByText('Signed in as spa-sigrid').waitFor();
+    assert.equal(page.url(), `${spa.origin}/`);
   });
 
   test('no CSP violation, console error or script error on the way', () => {
