@@ -2,17 +2,17 @@ import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /**
+ * The longest description handed over in its cookie, URL-encoded: under the 4096 bytes a browser
+ * keeps of a cookie's name and value together.
+ */
+const MAX_HANDED_DESCRIPTION = 3800;
+
+/**
  * The service's cookies, written here once with their flags (CONTRACT §18): HttpOnly, SameSite=Lax,
  * Path=/, and, when the issuer is https, Secure with the __Host- prefix (no subdomain may set or
  * shadow them). An http issuer (development on localhost) gets them without Secure, which a
  * browser would not store there.
  */
-/**
- * The longest description handed over in its cookie, URL-encoded: under the 4096 bytes a browser
- * keeps of a cookie's name, value and attributes together.
- */
-const MAX_HANDED_DESCRIPTION = 3800;
-
 export function createCookies(issuer: string) {
   const isSecure = issuer.startsWith('https:');
   const name = (base: string) => (isSecure ? `__Host-${base}` : base);
