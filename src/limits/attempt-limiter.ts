@@ -108,12 +108,16 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
     }
   }
 
-  /** Reserves one attempt in every scope, or in none; waits while attempts in flight may free one. */
-  async function reserve(scopes: LimitedScope[]): Promise<Reservation> {
+  /**
+   * Reserves one attempt in every scope, or in none; waits while attempts in flight may free one.
+   * `alongside`, when given, runs in the reservation's transaction once every scope has counted the
+   * attempt: what it throws undoes the reservation, and is thrown.
+   */
+  async function reserve(scopes: LimitedScope[], alongside?: (store: Store) => Promise<void>): Promise<Reservation> {
     const giveUpAt = performance.now() + WAIT_AT_MOST_MS;
     let progressDeadline = performance.now() + WAIT_WITHOUT_PROGRESS_MS;
     for (;;) {
-      const outcome = await tryReserve(scopes);
+      const outcome = await tryReserve(scopes, alongside);
       if (!('busyScope' in outcome)) return outcome;
       const left = Math.min(giveUpAt, progressDeadline) - performance.now();
       if (left <= 0) throw inFlightError();
@@ -123,7 +127,10 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
     }
   }
 
-  async function tryReserve(scopes: LimitedScope[]): Promise<Reservation | { busyScope: string }> {
+  async function tryReserve(
+    scopes: LimitedScope[],
+    alongside?: (store: Store) => Promise<void>,
+  ): Promise<Reservation | { busyScope: string }> {
     const now = clock.now();
     const attempts = scopes.map(({ scope, policy }) => ({ scope, rule: ruleFor(policy, now) }));
     try {
@@ -131,6 +138,7 @@ export function createAttemptLimiter({ store, clock }: { store: Store; clock: Cl
         const counted = await tx.throttle.reserveAttempts(attempts, now, inFlightSince());
         const refused = attempts.find(({ scope }) => !counted.includes(scope));
         if (refused) throw new Refused(refused.scope);
+        await alongside?.(tx);
       });
       return { isAllowed: true };
     } catch (error) {

@@ -1,6 +1,7 @@
 import type { AuditTrail, RequestContext } from '../audit/audit-trail.js';
 import { ServiceError } from '../errors.js';
 import type { AttemptLimiter, AttemptPolicy } from '../limits/attempt-limiter.js';
+import type { Store } from '../store/store.js';
 
 /**
  * CONTRACT §13: five wrong second-factor proofs in a row are judged, then each attempt waits,
@@ -20,11 +21,16 @@ export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter;
 
   /**
    * Counts a second-factor attempt before it is judged; throws 429 `mfa_throttled` (with
-   * Retry-After) when the user's budget is spent.
+   * Retry-After) when the user's budget is spent. `countedWith` runs in the same transaction once
+   * the budget let the attempt through; what it throws undoes the count.
    */
-  async function reserveGuess(userId: string, context: RequestContext): Promise<void> {
+  async function reserveGuess(
+    userId: string,
+    context: RequestContext,
+    countedWith?: (store: Store) => Promise<void>,
+  ): Promise<void> {
     const { consecutive, daily } = scopes(userId);
-    const reservation = await limiter.reserve([consecutive, daily]);
+    const reservation = await limiter.reserve([consecutive, daily], countedWith);
     if (reservation.isAllowed) return;
     if (reservation.isFirstRefusal) await audit.record('mfa_throttled', 'refused', { userId, context });
     throw new ServiceError(
@@ -47,15 +53,17 @@ export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter;
   }
 
   /**
-   * Runs `judge` as one counted guess: reserved first (429 past the budget), then settled by what
-   * `judge` answers, right (true) or wrong (false or a throw).
+   * Runs `judge` as one counted guess: reserved first (429 past the budget; `countedWith`, another
+   * count the guess must also pass, in the reservation's transaction, whose throw undoes both), then
+   * settled by what `judge` answers, right (true) or wrong (false or a throw).
    */
   async function judgeGuess<T>(
     userId: string,
     context: RequestContext,
     judge: () => Promise<T | false>,
+    countedWith?: (store: Store) => Promise<void>,
   ): Promise<T | false> {
-    await reserveGuess(userId, context);
+    await reserveGuess(userId, context, countedWith);
     let verdict: T | false = false;
     try {
       verdict = await judge();
@@ -65,17 +73,8 @@ export function createGuessBudget({ limiter, audit }: { limiter: AttemptLimiter;
     }
   }
 
-  /**
-   * Whether the user's budget holds a wait now (or an attempt in flight that earned one): a guess
-   * would most likely be refused. Only a hint, read without counting anything: `judgeGuess` decides.
-   */
-  async function isWaiting(userId: string): Promise<boolean> {
-    return (await limiter.blockedUntil(Object.values(scopes(userId)).map(({ scope }) => scope))) !== undefined;
-  }
-
   return {
     judgeGuess,
-    isWaiting,
     /** The scopes the user's guesses are counted in. */
     scopesOf: (userId: string) => Object.values(scopes(userId)).map(({ scope }) => scope),
   };

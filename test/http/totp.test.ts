@@ -220,6 +220,30 @@ describe('enrolling an authenticator app (CONTRACT §11)', () => {
     assert.equal((await expectStatus(service.call('/mfa/factors/', { token: strong }), 200)).factors.length, 2);
   });
 
+  test('in a burst the guess budget stops, the codes it refuses spend none of the enrolment’s tries: of 20 wrong codes at once with one guess left, one is judged, and after the wait the right code enrols', async () => {
+    const user = await enrolledUser();
+    const strong = await strongToken(user);
+    const second = OTPAuth.URI.parse((await expectStatus(requestTotp(strong), 200)).otpauth_uri) as OTPAuth.TOTP;
+    // Four wrong guesses at logins: the budget has one guess left before its wait, the enrolment all five.
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const guessed = await expectStatus(
+        service.login(user.username, PASSWORD, { mfa_code: wrongCodeFor(user.app) }),
+        400,
+      );
+      assert.equal(guessed.error, 'invalid_grant');
+    }
+    const responses = await Promise.all(Array.from({ length: 20 }, () => verifyTotp(strong, wrongCodeFor(second))));
+    const answers = await Promise.all(
+      responses.map(async (response) => [response.status, ((await response.json()) as { error: string }).error]),
+    );
+    assert.equal(answers.filter(([status]) => status === 400).length, 1, JSON.stringify(answers));
+    assert.equal(answers.filter(([, error]) => error === 'mfa_throttled').length, 19, JSON.stringify(answers));
+    // The enrolment spent one try of five: past the budget's wait, the right code adds the app.
+    service.clock.advance(61);
+    await expectStatus(verifyTotp(strong, codeOf(second)), 200);
+    assert.equal((await expectStatus(service.call('/mfa/factors/', { token: strong }), 200)).factors.length, 2);
+  });
+
   test('a new request replaces the pending one: the first secret no longer verifies', async () => {
     const username = `totp-${++userCount}`;
     await service.createUser(username, PASSWORD);

@@ -142,27 +142,24 @@ export function createTotpFactor({
       );
     }
     await enrolment.requireRoomFor(factor, login);
-    // Each code is counted before it is judged, on the enrolment and in the user's guess budget
-    // (CONTRACT §14): of many codes sent at once, at most five are judged, and the enrolment's
-    // conditional count alone settles its last tries (the waits of the budget come after).
-    const countTry = async () => {
-      if (!(await store.factors.countEnrolmentAttempt(pending.id, MAX_ENROLMENT_ATTEMPTS))) {
+    // Each code is counted before it is judged, in the user's guess budget and on the enrolment
+    // (CONTRACT §14), in one transaction: a code the budget refuses (429) spends none of the
+    // enrolment's tries, a code that finds the enrolment closed none of the budget, and of many codes
+    // sent at once at most five are judged.
+    const countTry = async (tx: Store) => {
+      if (!(await tx.factors.countEnrolmentAttempt(pending.id, MAX_ENROLMENT_ATTEMPTS))) {
         throw new ServiceError(
           'invalid_mfa_code',
           `this enrolment had ${MAX_ENROLMENT_ATTEMPTS} wrong codes and is closed; start again with PUT /mfa/totp/request/ (the app needs the new key)`,
         );
       }
     };
-    // A code the budget refuses (429) is never judged and spends none of the enrolment's tries: while
-    // the budget makes the user wait, the budget is asked first and the try counted only once it
-    // lets the code through. (A code that finds the budget open and loses its last guess to one sent
-    // at the same moment has counted its try already.)
-    const isWaiting = await guesses.isWaiting(login.userId);
-    if (!isWaiting) await countTry();
-    const match = await guesses.judgeGuess(login.userId, context, async () => {
-      if (isWaiting) await countTry();
-      return matchStep(pending, code) ?? false;
-    });
+    const match = await guesses.judgeGuess(
+      login.userId,
+      context,
+      async () => matchStep(pending, code) ?? false,
+      countTry,
+    );
     if (!match) {
       metrics.codeChecked('enrol', 'wrong', 'totp');
       await audit.record('mfa_code_check', 'wrong', {
