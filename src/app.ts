@@ -36,6 +36,7 @@ import { serviceDescriptionRoutes } from './http/routes/service-description.js';
 import { smsRoutes } from './http/routes/sms.js';
 import { totpRoutes } from './http/routes/totp.js';
 import { webauthnRoutes } from './http/routes/webauthn.js';
+import { buildSharedSerializer } from './http/serializers.js';
 import { translate } from './i18n/messages.js';
 import { createAttemptLimiter } from './limits/attempt-limiter.js';
 import { createRememberedDevices } from './logins/remembered-devices.js';
@@ -147,6 +148,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<App> {
     // verbose: a failed check carries its schema, whose description tells the caller what to send.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, verbose: true } },
     routerOptions: { ignoreTrailingSlash: true },
+    schemaController: { compilersFactory: { buildSerializer: buildSharedSerializer } },
     requestIdHeader: false,
     genReqId: requestIdFor,
     childLoggerFactory: lazyRequestLogger,

@@ -1,4 +1,4 @@
-import { createTransport } from 'nodemailer';
+import type * as Nodemailer from 'nodemailer';
 import { ServiceError } from '../errors.js';
 import { type MailSender, MailTimeout, maskEmail } from './mail-sender.js';
 
@@ -32,22 +32,33 @@ export const maxSendMs = (timeoutMs: number) => STEPS * timeoutMs;
  * whole send outliving `maxSendMs`) may come after the server took the message: `maybeSent`.
  */
 export function createSmtpSender({ url, from, timeoutMs }: SmtpSettings): MailSender {
-  const transport = createTransport({
-    url,
-    connectionTimeout: timeoutMs,
-    greetingTimeout: timeoutMs,
-    // A little longer than the setup's: a server silent before its greeting is told by the setup's
-    // own timeout (nothing sent), never by the socket's, which also runs from the connection.
-    socketTimeout: timeoutMs + SOCKET_MARGIN_MS,
-    dnsTimeout: timeoutMs,
-  });
+  // nodemailer is loaded with the first message instead of at start: 1.2 MB of heap in a process
+  // that has sent no mail yet (docs/PERFORMANCE.md). A failed load is tried again with the next.
+  let transport: Promise<ReturnType<typeof Nodemailer.createTransport>> | undefined;
+  const loadTransport = () =>
+    (transport ??= import('nodemailer').then(
+      ({ createTransport }) =>
+        createTransport({
+          url,
+          connectionTimeout: timeoutMs,
+          greetingTimeout: timeoutMs,
+          // A little longer than the setup's: a server silent before its greeting is told by the setup's
+          // own timeout (nothing sent), never by the socket's, which also runs from the connection.
+          socketTimeout: timeoutMs + SOCKET_MARGIN_MS,
+          dnsTimeout: timeoutMs,
+        }),
+      (error) => {
+        transport = undefined;
+        throw error;
+      },
+    ));
   return {
     async send(message, log) {
       const started = performance.now();
       const to = maskEmail(message.to);
       try {
         const { messageId, ...content } = message;
-        await transport.sendMail({
+        await (await loadTransport()).sendMail({
           from,
           ...content,
           ...(messageId && { messageId: `<${messageId}@${domainOf(from)}>` }),

