@@ -15,9 +15,10 @@ import {
   recordProblems,
   type ServiceOnLocalhost,
   screenshots,
+  signInAtHostedPage,
   startServiceAndChromium,
 } from '../support/browser.js';
-import { addSmsSends, createOperatorAndUser, pauseCountry, signInAtHostedPage } from '../support/console.js';
+import { addSmsSends, createOperatorAndUser, pauseCountry } from '../support/console.js';
 import { createTotpUser } from '../support/openid-flow.js';
 import type { Service } from '../support/service.js';
 

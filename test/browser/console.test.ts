@@ -14,15 +14,10 @@ import {
   recordProblems,
   type ServiceOnLocalhost,
   screenshots,
+  signInAtHostedPage,
   startServiceAndChromium,
 } from '../support/browser.js';
-import {
-  addSmsSends,
-  createOperatorAndUser,
-  grantOperator,
-  pauseCountry,
-  signInAtHostedPage,
-} from '../support/console.js';
+import { addSmsSends, createOperatorAndUser, grantOperator, pauseCountry } from '../support/console.js';
 import { createMailUser } from '../support/mail-users.js';
 import { createTotpUser, PASSWORD } from '../support/openid-flow.js';
 import { ADMIN_TOKEN, expectStatus, type Service } from '../support/service.js';

@@ -11,6 +11,7 @@ import {
   recordProblems,
   type ServiceOnLocalhost,
   screenshots,
+  signInAtHostedPage,
   startServiceAndChromium,
 } from '../support/browser.js';
 import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
@@ -204,9 +205,7 @@ describe('the hosted sign-in in Chromium (CONTRACT §18)', () => {
     await page.reload();
     assert.equal((await described).status(), 200);
     await page.getByText('Sign in to continue to Reloaded app.').waitFor();
-    await page.getByLabel('Username').fill('ines');
-    await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
-    await button(page, 'Continue').click();
+    await signInAtHostedPage(page, 'ines');
     const tokens = await signIn.back();
     assert.deepEqual(tokens.claims()?.amr, ['pwd']);
   });

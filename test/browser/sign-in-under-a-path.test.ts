@@ -3,7 +3,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { Browser } from 'playwright-core';
-import { button, ensureBuilt, launchChromium, newDesktopPage, recordProblems } from '../support/browser.js';
+import { ensureBuilt, launchChromium, newDesktopPage, recordProblems, signInAtHostedPage } from '../support/browser.js';
 import { type BrowserApp, startBrowserApp } from '../support/browser-app.js';
 import { PASSWORD } from '../support/openid-flow.js';
 import { type Service, startService } from '../support/service.js';
@@ -74,9 +74,7 @@ test('under a path prefix the page answered at the authorization endpoint finds 
   // Its files came from under the prefix: the script ran (the text above is its) and nothing failed.
   await page.reload();
   await page.getByText('Sign in to continue to Prefixed app.').waitFor();
-  await page.getByLabel('Username').fill('petra');
-  await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
-  await button(page, 'Continue').click();
+  await signInAtHostedPage(page, 'petra');
   const tokens = await signIn.back();
   assert.deepEqual(tokens.claims()?.amr, ['pwd']);
   assert.deepEqual(refused, []);

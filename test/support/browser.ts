@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, type BrowserContextOptions, type CDPSession, chromium, type Page } from 'playwright-core';
 import { startServiceAtIssuer } from './issuer.js';
+import { PASSWORD } from './openid-flow.js';
 import type { Service, ServiceOptions } from './service.js';
 
 /** Debian's Chromium: the browser the page is tested in. */
@@ -184,4 +185,22 @@ export async function enterPassword(page: Page, username: string, password: stri
 export async function nextTokenAnswer(page: Page): Promise<any> {
   const response = await page.waitForResponse((candidate) => candidate.url().endsWith('/mfa/oauth2/token/'));
   return response.json();
+}
+
+/**
+ * At the hosted sign-in the page was sent to: the password, then the code of `code` (an
+ * authenticator app) when one is given.
+ */
+export async function signInAtHostedPage(page: Page, username: string, code?: () => string): Promise<void> {
+  // Exactly 'Username': the console's own search field ('Username or email') would match too, and
+  // be typed into while a slow redirect to the hosted sign-in has not yet left the console.
+  const usernameField = page.getByLabel('Username', { exact: true });
+  await usernameField.waitFor();
+  // The hosted sign-in of a sign-in that must be fresh (prompt=login) already names the person.
+  if (await usernameField.isEditable()) await usernameField.fill(username);
+  await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
+  await button(page, 'Continue').click();
+  if (!code) return;
+  await page.getByLabel('Code from the app').fill(code());
+  await button(page, 'Verify').click();
 }

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import type { Page } from 'playwright-core';
 import { runAdmin } from './admin-cli.js';
-import { button } from './browser.js';
 import { createTotpUser, PASSWORD } from './openid-flow.js';
 import type { Service } from './service.js';
 
@@ -51,22 +49,4 @@ export async function pauseCountry(service: Service, country: string): Promise<v
     sql`insert into sms_country_pause (country, paused_at, paused_until, resumed_at, sends, threshold)
         values (${country}, ${now.toISOString()}, ${until.toISOString()}, null, 400, 300)`,
   );
-}
-
-/**
- * At the hosted sign-in the page was sent to: the password, then the code of `code` (an
- * authenticator app) when one is given.
- */
-export async function signInAtHostedPage(page: Page, username: string, code?: () => string): Promise<void> {
-  // Exactly 'Username': the console's own search field ('Username or email') would match too, and
-  // be typed into while a slow redirect to the hosted sign-in has not yet left the console.
-  const usernameField = page.getByLabel('Username', { exact: true });
-  await usernameField.waitFor();
-  // The hosted sign-in of a sign-in that must be fresh (prompt=login) already names the person.
-  if (await usernameField.isEditable()) await usernameField.fill(username);
-  await page.getByRole('textbox', { name: 'Password', exact: true }).fill(PASSWORD);
-  await button(page, 'Continue').click();
-  if (!code) return;
-  await page.getByLabel('Code from the app').fill(code());
-  await button(page, 'Verify').click();
 }

@@ -43,7 +43,8 @@ const DESCRIPTION_COOKIE = location.protocol === 'https:' ? '__Host-mfa-sign-in'
 /**
  * The description the authorization endpoint handed over with the page (a cookie holding
  * `<id>.<JSON>`, the JSON the answer of GET <apiBase>, left out when too long for a cookie): the
- * sign-in's id and its JSON, the cookie left in place until the page knows it is its own.
+ * sign-in's id and its JSON still URL-encoded (decoded where it is parsed, so that a malformed
+ * cookie falls back to the API), the cookie left in place until the page knows it is its own.
  */
 function readHandedOver(): { id: string; json: string } | undefined {
   const value = document.cookie
@@ -52,7 +53,7 @@ function readHandedOver(): { id: string; json: string } | undefined {
     ?.slice(DESCRIPTION_COOKIE.length + 1);
   const separator = value?.indexOf('.') ?? -1;
   if (value === undefined || separator < 0) return undefined;
-  return { id: value.slice(0, separator), json: decodeURIComponent(value.slice(separator + 1)) };
+  return { id: value.slice(0, separator), json: value.slice(separator + 1) };
 }
 
 const handed = readHandedOver();
@@ -256,7 +257,7 @@ function handedOver(): Description | undefined {
   // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is not in every browser the page serves.
   document.cookie = `${DESCRIPTION_COOKIE}=; Max-Age=0; Path=/; SameSite=Lax${secure ? '; Secure' : ''}`;
   try {
-    return handed.json ? (JSON.parse(handed.json) as Description) : undefined;
+    return handed.json ? (JSON.parse(decodeURIComponent(handed.json)) as Description) : undefined;
   } catch {
     return undefined; // not what the service wrote: the API says it
   }

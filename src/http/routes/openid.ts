@@ -40,7 +40,7 @@ import {
   WebauthnRequestBody,
   WebauthnVerifyBody,
 } from '../schemas.js';
-import { type Page, sendPageFile } from './pages.js';
+import { type Page, pageNotBuilt, sendPageFile } from './pages.js';
 
 export const AUTHORIZATION_PATH = '/mfa/oauth2/authorize/';
 export const USERINFO_PATH = '/mfa/oauth2/userinfo/';
@@ -102,8 +102,7 @@ export function openIdRoutes(app: App, deps: OpenIdRouteDeps) {
       // script finds its sign-in in the description and takes the page's own address,
       // /sign-in/?id=…, where a reload asks the API. Never stored: it comes with the cookies.
       const page = deps.signInPage?.elsewhere;
-      if (!page)
-        throw new ServiceError('not_ready', 'the sign-in page is not built: run `npm run build` (npm start does it)');
+      if (!page) throw pageNotBuilt('sign-in');
       return sendPageFile(request, reply.headers({ ...page.headers, 'cache-control': 'no-store' }), page.html);
     }
     return redirectBack(reply, outcome);

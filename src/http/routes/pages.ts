@@ -174,6 +174,11 @@ export function sendPageFile(request: FastifyRequest, reply: FastifyReply, file:
   return reply.header('content-encoding', coding).send(file.encoded[coding]);
 }
 
+/** 503 for a page whose files are not in dist/, saying how to build them. */
+export function pageNotBuilt(name: string): ServiceError {
+  return new ServiceError('not_ready', `the ${name} page is not built: run \`npm run build\` (npm start does it)`);
+}
+
 const AssetParams = Type.Object({ name: Type.String({ maxLength: 100 }) });
 
 /**
@@ -184,8 +189,6 @@ export function pageRoutes(
   app: App,
   { name, page, path = `/${name}/` }: { name: string; page: Page | undefined; path?: string },
 ) {
-  const notBuilt = () =>
-    new ServiceError('not_ready', `the ${name} page is not built: run \`npm run build\` (npm start does it)`);
 
   const lastSegment = path.split('/').at(-2) ?? name;
   app.get(path, { schema: { hide: true } }, async (request, reply) => {
@@ -194,13 +197,13 @@ export function pageRoutes(
     const [requestPath = '', query] = request.url.split('?');
     if (!requestPath.endsWith('/'))
       return reply.redirect(`${lastSegment}/${query === undefined ? '' : `?${query}`}`, 308);
-    if (!page) throw notBuilt();
+    if (!page) throw pageNotBuilt(name);
     // no-cache: the HTML names the current hashed files, so it is checked on every visit.
     return sendPageFile(request, reply.headers({ ...page.headers, 'cache-control': 'no-cache' }), page.html);
   });
 
   app.get(`${path}assets/:name`, { schema: { hide: true, params: AssetParams } }, async (request, reply) => {
-    if (!page) throw notBuilt();
+    if (!page) throw pageNotBuilt(name);
     const asset = page.assets.get(request.params.name);
     if (!asset) throw new ServiceError('not_found', `the ${name} page has no such file`);
     // Named by their content: a changed file gets a new name, so a year-long cache is safe.
