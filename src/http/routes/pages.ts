@@ -189,7 +189,6 @@ export function pageRoutes(
   app: App,
   { name, page, path = `/${name}/` }: { name: string; page: Page | undefined; path?: string },
 ) {
-
   const lastSegment = path.split('/').at(-2) ?? name;
   app.get(path, { schema: { hide: true } }, async (request, reply) => {
     // The page names its files and the API relative to itself, so it must be at …/<name>/.
